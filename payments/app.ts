@@ -1,0 +1,178 @@
+/**
+ * The payments sandbox as a Hono app: `createApp(deps)` wires the routes on
+ * every base path, bearer auth, the error envelope, `/health`,
+ * `/openapi.json` and `/docs`.
+ *
+ * @example
+ * ```ts
+ * const kv = await Deno.openKv(":memory:");
+ * const app = createApp({ kv, tokens: ["t"] });
+ * const res = await app.request("/health");
+ * ```
+ *
+ * @module
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { getLogger } from "@logtape/logtape";
+import { Hono } from "hono";
+import { Health } from "../shared/payments_schemas.ts";
+import { bearerAllowed } from "./auth.ts";
+import { DOCS_HTML } from "./docs_page.ts";
+import { PaymentsError } from "./domain/errors.ts";
+import { createIdGenerator, type IdGenerator } from "./domain/ids.ts";
+import { bankAccountEndpoints } from "./routes/bank_accounts.ts";
+import { cardEndpoints } from "./routes/cards.ts";
+import { chargeEndpoints } from "./routes/charges.ts";
+import { echeckEndpoints } from "./routes/echecks.ts";
+import { type Endpoint, mount } from "./routes/_endpoint.ts";
+import { tokenEndpoints } from "./routes/tokens.ts";
+import { PaymentsService } from "./service.ts";
+import { PaymentsStore } from "./store/kv_store.ts";
+
+const log = getLogger(["payments", "http"]);
+
+/** Default base path. */
+export const DEFAULT_BASE_PATH = "/vendor/v4";
+
+/** Dependencies of {@link createApp}. */
+export interface PaymentsDeps {
+  /** An open Deno KV handle (the caller closes it). */
+  kv: Deno.Kv;
+  /** Accepted bearer tokens (at least one). */
+  tokens: readonly string[];
+  /** Base paths to serve the API under; default `["/vendor/v4"]`. */
+  basePaths?: readonly string[];
+  /** Clock; default `() => new Date()`. */
+  now?: () => Date;
+  /** Id generator; default time-ordered random ids. */
+  ids?: IdGenerator;
+  /** Random bytes source; default `crypto.getRandomValues`. */
+  random?: (b: Uint8Array) => void;
+}
+
+/** Every endpoint of the API, relative to a base path. */
+export const ALL_ENDPOINTS: readonly Endpoint[] = [
+  ...cardEndpoints,
+  ...bankAccountEndpoints,
+  ...chargeEndpoints,
+  ...echeckEndpoints,
+  ...tokenEndpoints,
+];
+
+function normalizeBase(p: string): string {
+  const trimmed = p.replace(/\/+$/, "");
+  return trimmed.startsWith("/") ? trimmed : `/${trimmed}`;
+}
+
+function errorResponse(err: PaymentsError): Response {
+  const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
+  if (err.status === 401) headers.set("www-authenticate", 'Bearer realm="payments"');
+  return new Response(JSON.stringify(err.toEnvelope()), { status: err.status, headers });
+}
+
+/** Build the OpenAPI 3.1 document of the API served under `basePath`. */
+export function buildOpenApiDocument(basePaths: readonly string[]): Record<string, unknown> {
+  const doc = new OpenAPIHono();
+  doc.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+  });
+  const base = normalizeBase(basePaths[0] ?? DEFAULT_BASE_PATH);
+  for (const ep of ALL_ENDPOINTS) {
+    doc.openAPIRegistry.registerPath({
+      ...ep.route,
+      path: base + ep.route.path,
+      security: ep.public ? [] : [{ bearerAuth: [] }],
+    });
+  }
+  doc.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/health",
+    operationId: "health",
+    tags: ["Service"],
+    summary: "Health check (public)",
+    responses: {
+      200: { description: "Healthy", content: { "application/json": { schema: Health } } },
+    },
+  });
+  return doc.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: {
+      title: "Payments API sandbox",
+      version: "4.0.0",
+      description: "Stateful sandbox of the payments REST API. Send " +
+        "`Authorization: Bearer <token>`; `Request-Id` makes writes idempotent.",
+    },
+    servers: [{ url: "/" }],
+  }) as unknown as Record<string, unknown>;
+}
+
+/**
+ * Build the payments app. The caller owns `deps.kv`.
+ */
+export function createApp(deps: PaymentsDeps): Hono {
+  if (deps.tokens.length === 0) throw new Error("createApp: at least one token is required");
+  const random = deps.random ?? ((b: Uint8Array) => void crypto.getRandomValues(b));
+  const now = deps.now ?? (() => new Date());
+  const svc = new PaymentsService({
+    store: new PaymentsStore(deps.kv),
+    now,
+    ids: deps.ids ?? createIdGenerator(() => now().getTime(), random),
+    random,
+  });
+  const basePaths = (deps.basePaths?.length ? deps.basePaths : [DEFAULT_BASE_PATH]).map(
+    normalizeBase,
+  );
+  let openapiJson: string | undefined;
+
+  const app = new Hono();
+  app.use("*", async (c, next) => {
+    const start = performance.now();
+    await next();
+    log.debug("{method} {path} {status} {ms}ms", {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Math.round((performance.now() - start) * 10) / 10,
+    });
+  });
+
+  app.get("/health", (c) => c.json({ status: "ok", timestamp: now().toISOString() }));
+  app.get("/openapi.json", () => {
+    openapiJson ??= JSON.stringify(buildOpenApiDocument(basePaths));
+    return new Response(openapiJson, {
+      headers: { "content-type": "application/json; charset=utf-8" },
+    });
+  });
+  app.get("/docs", (c) => c.html(DOCS_HTML));
+
+  const publicApi = mount(ALL_ENDPOINTS.filter((e) => e.public), svc);
+  const privateApi = mount(ALL_ENDPOINTS.filter((e) => !e.public), svc);
+  // Hono runs handlers in registration order: the auth middleware comes first.
+  const guarded = mountGuarded(privateApi, deps.tokens);
+  for (const base of basePaths) {
+    app.route(base, publicApi);
+    app.route(base, guarded);
+  }
+
+  app.notFound(() => errorResponse(PaymentsError.notFound("path", "No such resource or path")));
+  app.onError((err) => {
+    if (err instanceof PaymentsError) return errorResponse(err);
+    log.error("unhandled error: {error}", { error: err });
+    return errorResponse(PaymentsError.system("internal error", 500, false));
+  });
+  return app;
+}
+
+function mountGuarded(inner: Hono, tokens: readonly string[]): Hono {
+  // A wrapper whose auth middleware is registered before the inner routes.
+  const outer = new Hono();
+  outer.use("*", async (c, next) => {
+    if (!bearerAllowed(c.req.header("authorization"), tokens)) {
+      throw PaymentsError.unauthorized();
+    }
+    await next();
+  });
+  outer.route("/", inner);
+  return outer;
+}

@@ -1,0 +1,87 @@
+/**
+ * Validated wire input → stored summaries, applying the rules zod cannot:
+ * Luhn, card expiry, ABA checksum. Full numbers and CVCs stop here: the
+ * summaries keep last four digits and digests only.
+ *
+ * @module
+ */
+import type {
+  Address,
+  BankAccountInput,
+  CardInput,
+  ContextInput,
+} from "../../shared/payments_schemas.ts";
+import { abaValid, cardBrand, cardExpired, luhnValid, sha512Base64 } from "./card_rules.ts";
+import { PaymentsError } from "./errors.ts";
+import type { BankSummary, CardSummary, ContextRecord } from "./records.ts";
+
+function flag(v: boolean | "true" | "false" | undefined): boolean {
+  return v === true || v === "true";
+}
+
+/** Request context → stored context. */
+export function contextFrom(c: ContextInput | undefined): ContextRecord {
+  return {
+    mobile: flag(c?.mobile),
+    isEcommerce: flag(c?.isEcommerce),
+    recurring: flag(c?.recurring),
+    ...(c?.tax !== undefined ? { tax: String(c.tax) } : {}),
+  };
+}
+
+/** Address given as a string or an object → address object. */
+export function addressFrom(a: string | Address | undefined): Address {
+  if (a === undefined) return {};
+  if (typeof a === "string") return a === "" ? {} : { streetAddress: a };
+  return { ...a };
+}
+
+/**
+ * Check a validated card (Luhn, expiry) and reduce it to a summary.
+ *
+ * @param path field path of the card in the request (`"card"` or `""`).
+ */
+export async function cardSummaryFrom(
+  card: CardInput,
+  now: Date,
+  path: string,
+): Promise<CardSummary> {
+  const at = (f: string) => (path ? `${path}.${f}` : f);
+  if (!luhnValid(card.number)) throw PaymentsError.invalid(at("number"));
+  const expMonth = Number(card.expMonth);
+  const expYear = Number(card.expYear);
+  if (cardExpired(expMonth, expYear, now)) {
+    throw PaymentsError.invalid(at("expYear"), `${at("expYear")}: the card has expired`);
+  }
+  const detected = cardBrand(card.number);
+  return {
+    last4: card.number.slice(-4),
+    brand: detected === "UNKNOWN" && card.cardType ? card.cardType : detected,
+    expMonth,
+    expYear,
+    numberSHA512: await sha512Base64(card.number),
+    cvcLength: card.cvc.length,
+    name: card.name ?? "",
+    address: addressFrom(card.address),
+  };
+}
+
+/** Check a validated bank account (ABA checksum) and reduce it to a summary. */
+export async function bankSummaryFrom(
+  account: BankAccountInput,
+  path: string,
+): Promise<BankSummary> {
+  const at = (f: string) => (path ? `${path}.${f}` : f);
+  if (!abaValid(account.routingNumber)) throw PaymentsError.invalid(at("routingNumber"));
+  return {
+    name: account.name,
+    last4: account.accountNumber.slice(-4),
+    accountNumberSHA512: await sha512Base64(account.accountNumber),
+    accountType: account.accountType,
+    routingNumber: account.routingNumber,
+    phone: account.phone,
+    inputType: account.inputType ?? "KEYED",
+    country: account.country ?? "US",
+    bankCode: account.bankCode ?? "",
+  };
+}

@@ -1,0 +1,98 @@
+// deno-lint-ignore-file no-console
+/**
+ * CLI of the payments sandbox:
+ *
+ * ```sh
+ * deno task payments [--hostname 127.0.0.1] [--port 8081] [--kv PATH|:memory:|URL]
+ *   [--base-path /vendor/v4]... [--token T]... [--cert F --key F] [--log-level L]
+ * ```
+ *
+ * Tokens also come from `PAYMENTS_TOKENS` (comma-separated); with none, one
+ * is generated and printed. Prints `Listening on http://HOST:PORT` once bound.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { setupLogging } from "../shared/logging.ts";
+import { DEFAULT_KV_PATH, startPaymentsServer } from "./server.ts";
+
+const USAGE = `Usage: deno task payments [options]
+  --hostname H        interface to bind (default 127.0.0.1)
+  --port N            port, 0 = any free port (default 8081)
+  --kv LOC            KV file path, :memory:, or http(s):// KV Connect URL
+                      (token in DENO_KV_ACCESS_TOKEN) (default ${DEFAULT_KV_PATH})
+  --base-path P       API base path, may repeat (default /vendor/v4)
+  --token T           accepted bearer token, may repeat (or PAYMENTS_TOKENS=a,b)
+  --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
+  --log-level L       log level (default info; RUST_LOG overrides)
+  --log-file F        write logs to this file instead of stderr
+  -h, --help          this help`;
+
+async function main(): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: Deno.args,
+      options: {
+        hostname: { type: "string", default: "127.0.0.1" },
+        port: { type: "string", default: "8081" },
+        kv: { type: "string", default: DEFAULT_KV_PATH },
+        "base-path": { type: "string", multiple: true },
+        token: { type: "string", multiple: true },
+        cert: { type: "string" },
+        key: { type: "string" },
+        "log-level": { type: "string" },
+        "log-file": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`--port must be an integer 0..65535, got ${values.port}`);
+    return 2;
+  }
+  if ((values.cert === undefined) !== (values.key === undefined)) {
+    console.error("--cert and --key go together");
+    return 2;
+  }
+  await setupLogging({
+    service: "payments",
+    level: values["log-level"],
+    file: values["log-file"] ? { enabled: true, path: values["log-file"] } : undefined,
+    rustLog: Deno.env.get("RUST_LOG"),
+  });
+  const envTokens = (Deno.env.get("PAYMENTS_TOKENS") ?? "").split(",").map((t) => t.trim())
+    .filter((t) => t !== "");
+  const tokens = [...(values.token ?? []), ...envTokens];
+  const server = await startPaymentsServer({
+    hostname: values.hostname,
+    port,
+    kv: values.kv,
+    basePaths: values["base-path"],
+    tokens,
+    cert: values.cert ? await Deno.readTextFile(values.cert) : undefined,
+    key: values.key ? await Deno.readTextFile(values.key) : undefined,
+  });
+  if (server.generatedToken) console.log(`Generated bearer token: ${server.token}`);
+  console.log(`Base paths: ${server.basePaths.join(" ")}`);
+  console.log(`Listening on ${server.url}`);
+  const done = Promise.withResolvers<void>();
+  const stop = () => done.resolve();
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  await done.promise;
+  await server.shutdown();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

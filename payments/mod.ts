@@ -1,0 +1,22 @@
+/**
+ * Public surface of the payments sandbox.
+ *
+ * @example
+ * ```ts
+ * import { startPaymentsServer } from "./payments/mod.ts";
+ * const srv = await startPaymentsServer({ port: 0, kv: ":memory:" });
+ * // srv.url, srv.token
+ * await srv.shutdown();
+ * ```
+ *
+ * @module
+ */
+export { buildOpenApiDocument, createApp, DEFAULT_BASE_PATH, type PaymentsDeps } from "./app.ts";
+export {
+  DEFAULT_KV_PATH,
+  generateToken,
+  type PaymentsServer,
+  type PaymentsServerOptions,
+  startPaymentsServer,
+} from "./server.ts";
+export { PaymentsError } from "./domain/errors.ts";

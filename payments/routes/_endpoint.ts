@@ -1,0 +1,146 @@
+/**
+ * Shared plumbing of the route modules: an endpoint pairs an OpenAPI route
+ * description (from the zod wire schemas) with a thin handler that reads the
+ * request, calls the service and writes the reply.
+ *
+ * @module
+ */
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
+import { type Context, Hono } from "hono";
+import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
+import { PaymentsError } from "../domain/errors.ts";
+import type { PaymentsService, Reply } from "../service.ts";
+
+/** Largest accepted request body. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** Everything a handler needs. */
+export interface HandlerContext {
+  /** The Hono context. */
+  c: Context;
+  /** The service. */
+  svc: PaymentsService;
+}
+
+/** An endpoint: OpenAPI route plus handler. */
+export interface Endpoint {
+  /** Route description; `path` uses OpenAPI `{param}` syntax relative to the base path. */
+  route: RouteConfig;
+  /** True for routes that need no bearer token. */
+  public?: boolean;
+  /** The handler. */
+  handle: (h: HandlerContext) => Promise<Reply>;
+}
+
+/** `{param}` → `:param`. */
+export function honoPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The `Request-Id` header, validated; undefined when absent. */
+export function requestIdOf(c: Context): string | undefined {
+  const v = c.req.header("request-id");
+  if (v === undefined || v === "") return undefined;
+  if (!REQUEST_ID.test(v)) throw PaymentsError.invalid("requestId", "Request-Id header is malformed");
+  return v;
+}
+
+/**
+ * Read the JSON body with a size limit. An empty body reads as `undefined`;
+ * malformed JSON or a non-object is 400; over the limit is 413.
+ */
+export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > limit) throw PaymentsError.tooLarge(limit);
+  const body = c.req.raw.body;
+  if (!body) return undefined;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw PaymentsError.tooLarge(limit);
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (size === 0) return undefined;
+  const bytes = new Uint8Array(size);
+  let off = 0;
+  for (const ch of chunks) {
+    bytes.set(ch, off);
+    off += ch.byteLength;
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw PaymentsError.invalid("body", "Request body is not UTF-8");
+  }
+  if (text.trim() === "") return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw PaymentsError.invalid("body", "Malformed JSON in request body");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw PaymentsError.invalid("body", "Request body must be a JSON object");
+  }
+  return value;
+}
+
+/** Send a reply as JSON. */
+export function send(c: Context, r: Reply): Response {
+  const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
+  for (const [k, v] of Object.entries(r.headers ?? {})) headers.set(k, v);
+  return new Response(JSON.stringify(r.body), { status: r.status, headers });
+}
+
+/** A Hono sub-app serving the given endpoints. */
+export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
+  const app = new Hono();
+  for (const ep of endpoints) {
+    app.on(
+      ep.route.method.toUpperCase(),
+      honoPath(ep.route.path),
+      async (c) => send(c, await ep.handle({ c, svc })),
+    );
+  }
+  return app;
+}
+
+/** JSON request body description. */
+export function jsonBody(schema: z.ZodType, description: string) {
+  return { content: { "application/json": { schema } }, description, required: true };
+}
+
+/** JSON response description. */
+export function jsonResponse(schema: z.ZodType, description: string) {
+  return { content: { "application/json": { schema } }, description };
+}
+
+/** The error responses every authenticated operation may give. */
+export const ERROR_RESPONSES = {
+  400: jsonResponse(ErrorEnvelope, "Invalid or missing field (PMT-4000 / PMT-4002)"),
+  401: jsonResponse(ErrorEnvelope, "Missing or wrong bearer token"),
+  404: jsonResponse(ErrorEnvelope, "Unknown resource (PMT-4000)"),
+};
+
+/** Request-Id header parameter schema. */
+export const RequestIdHeader = z.object({
+  "Request-Id": z.string().optional().openapi({
+    description: "Idempotency key; a repeat returns the original response (kept 24 h)",
+  }),
+});
+
+export { createRoute, z };

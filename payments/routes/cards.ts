@@ -1,0 +1,81 @@
+/**
+ * Card routes: create, get, list (newest first), delete.
+ *
+ * @module
+ */
+import type { Hono } from "hono";
+import * as S from "../../shared/payments_schemas.ts";
+import type { PaymentsService } from "../service.ts";
+import {
+  createRoute,
+  type Endpoint,
+  ERROR_RESPONSES,
+  jsonBody,
+  jsonResponse,
+  mount,
+  readJson,
+  RequestIdHeader,
+  requestIdOf,
+  z,
+} from "./_endpoint.ts";
+
+const Customer = z.object({ customerId: z.string() });
+const CustomerCard = z.object({ customerId: z.string(), cardId: z.string() });
+
+/** Card endpoints. */
+export const cardEndpoints: Endpoint[] = [
+  {
+    route: createRoute({
+      method: "post",
+      path: "/customers/{customerId}/cards",
+      operationId: "createCard",
+      tags: ["Cards"],
+      summary: "Store a card for a customer",
+      request: { params: Customer, headers: RequestIdHeader, body: jsonBody(S.CardInput, "Card") },
+      responses: { 201: jsonResponse(S.CardCreated, "Card stored"), ...ERROR_RESPONSES },
+    }),
+    handle: async ({ c, svc }) =>
+      svc.createCard(c.req.param("customerId")!, await readJson(c), requestIdOf(c)),
+  },
+  {
+    route: createRoute({
+      method: "get",
+      path: "/customers/{customerId}/cards/{cardId}",
+      operationId: "getCard",
+      tags: ["Cards"],
+      summary: "Read a stored card",
+      request: { params: CustomerCard },
+      responses: { 200: jsonResponse(S.Card, "Card"), ...ERROR_RESPONSES },
+    }),
+    handle: ({ c, svc }) => svc.getCard(c.req.param("customerId")!, c.req.param("cardId")!),
+  },
+  {
+    route: createRoute({
+      method: "get",
+      path: "/customers/{customerId}/cards",
+      operationId: "listCards",
+      tags: ["Cards"],
+      summary: "List a customer's cards, newest first",
+      request: { params: Customer },
+      responses: { 200: jsonResponse(S.CardList, "Cards"), ...ERROR_RESPONSES },
+    }),
+    handle: ({ c, svc }) => svc.listCards(c.req.param("customerId")!),
+  },
+  {
+    route: createRoute({
+      method: "delete",
+      path: "/customers/{customerId}/cards/{cardId}",
+      operationId: "deleteCard",
+      tags: ["Cards"],
+      summary: "Delete a stored card",
+      request: { params: CustomerCard },
+      responses: { 200: jsonResponse(S.CardDeleted, "Deleted"), ...ERROR_RESPONSES },
+    }),
+    handle: ({ c, svc }) => svc.deleteCard(c.req.param("customerId")!, c.req.param("cardId")!),
+  },
+];
+
+/** Hono sub-app of the card routes. */
+export function cardsApp(svc: PaymentsService): Hono {
+  return mount(cardEndpoints, svc);
+}

@@ -1,0 +1,126 @@
+/**
+ * Charge routes: create, get, capture, refund (create, get) and void.
+ *
+ * @module
+ */
+import type { Hono } from "hono";
+import * as S from "../../shared/payments_schemas.ts";
+import type { PaymentsService } from "../service.ts";
+import {
+  createRoute,
+  type Endpoint,
+  ERROR_RESPONSES,
+  jsonBody,
+  jsonResponse,
+  mount,
+  readJson,
+  RequestIdHeader,
+  requestIdOf,
+  z,
+} from "./_endpoint.ts";
+
+const ChargeId = z.object({ chargeId: z.string() });
+const ChargeRefund = z.object({ chargeId: z.string(), refundId: z.string() });
+const ChargeRequest = z.object({ chargeRequestId: z.string() });
+
+/** Charge endpoints. */
+export const chargeEndpoints: Endpoint[] = [
+  {
+    route: createRoute({
+      method: "post",
+      path: "/payments/charges",
+      operationId: "createCharge",
+      tags: ["Charges"],
+      summary: "Create a card charge (capture defaults to false)",
+      description: "Send `card` or a one-time `token`. The `Request-Id` of this request " +
+        "(generated and returned in the `Request-Id` header when absent) addresses the void.",
+      request: { headers: RequestIdHeader, body: jsonBody(S.ChargeInput, "Charge") },
+      responses: {
+        201: jsonResponse(S.Charge, "Charge created (status AUTHORIZED, CAPTURED or DECLINED)"),
+        ...ERROR_RESPONSES,
+        502: jsonResponse(S.ErrorEnvelope, "System error (PMT-6000)"),
+      },
+    }),
+    handle: async ({ c, svc }) => svc.createCharge(await readJson(c), requestIdOf(c)),
+  },
+  {
+    route: createRoute({
+      method: "get",
+      path: "/payments/charges/{chargeId}",
+      operationId: "getCharge",
+      tags: ["Charges"],
+      summary: "Read a charge",
+      request: { params: ChargeId },
+      responses: { 200: jsonResponse(S.Charge, "Charge"), ...ERROR_RESPONSES },
+    }),
+    handle: ({ c, svc }) => svc.getCharge(c.req.param("chargeId")!),
+  },
+  {
+    route: createRoute({
+      method: "post",
+      path: "/payments/charges/{chargeId}/capture",
+      operationId: "captureCharge",
+      tags: ["Charges"],
+      summary: "Capture an authorized charge (once, amount ≤ authorized)",
+      request: {
+        params: ChargeId,
+        headers: RequestIdHeader,
+        body: jsonBody(S.AdjustInput, "Capture"),
+      },
+      responses: { 200: jsonResponse(S.Charge, "Charge with captureDetail"), ...ERROR_RESPONSES },
+    }),
+    handle: async ({ c, svc }) =>
+      svc.capture(c.req.param("chargeId")!, await readJson(c), requestIdOf(c)),
+  },
+  {
+    route: createRoute({
+      method: "post",
+      path: "/payments/charges/{chargeId}/refunds",
+      operationId: "createRefund",
+      tags: ["Charges"],
+      summary: "Refund a charge (total ≤ captured; an authorization only in full)",
+      request: {
+        params: ChargeId,
+        headers: RequestIdHeader,
+        body: jsonBody(S.AdjustInput, "Refund"),
+      },
+      responses: { 201: jsonResponse(S.Refund, "Refund issued"), ...ERROR_RESPONSES },
+    }),
+    handle: async ({ c, svc }) =>
+      svc.refund(c.req.param("chargeId")!, await readJson(c), requestIdOf(c)),
+  },
+  {
+    route: createRoute({
+      method: "get",
+      path: "/payments/charges/{chargeId}/refunds/{refundId}",
+      operationId: "getRefund",
+      tags: ["Charges"],
+      summary: "Read a refund",
+      request: { params: ChargeRefund },
+      responses: { 200: jsonResponse(S.Refund, "Refund"), ...ERROR_RESPONSES },
+    }),
+    handle: ({ c, svc }) => svc.getRefund(c.req.param("chargeId")!, c.req.param("refundId")!),
+  },
+  {
+    route: createRoute({
+      method: "post",
+      path: "/payments/txn-requests/{chargeRequestId}/void",
+      operationId: "voidCharge",
+      tags: ["Charges"],
+      summary: "Void a charge by the Request-Id of its create request",
+      request: {
+        params: ChargeRequest,
+        headers: RequestIdHeader,
+        body: { ...jsonBody(S.VoidInput, "Optional void details"), required: false },
+      },
+      responses: { 201: jsonResponse(S.Void, "Void issued"), ...ERROR_RESPONSES },
+    }),
+    handle: async ({ c, svc }) =>
+      svc.voidByRequest(c.req.param("chargeRequestId")!, await readJson(c), requestIdOf(c)),
+  },
+];
+
+/** Hono sub-app of the charge routes. */
+export function chargesApp(svc: PaymentsService): Hono {
+  return mount(chargeEndpoints, svc);
+}

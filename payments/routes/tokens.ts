@@ -1,0 +1,41 @@
+/**
+ * The public one-time token route.
+ *
+ * @module
+ */
+import type { Hono } from "hono";
+import * as S from "../../shared/payments_schemas.ts";
+import type { PaymentsService } from "../service.ts";
+import {
+  createRoute,
+  type Endpoint,
+  ERROR_RESPONSES,
+  jsonBody,
+  jsonResponse,
+  mount,
+  readJson,
+  RequestIdHeader,
+  requestIdOf,
+} from "./_endpoint.ts";
+
+/** Token endpoints (no auth). */
+export const tokenEndpoints: Endpoint[] = [
+  {
+    public: true,
+    route: createRoute({
+      method: "post",
+      path: "/payments/tokens",
+      operationId: "createToken",
+      tags: ["Tokens"],
+      summary: "Exchange a card or bank account for a one-time token (15 minutes, no auth)",
+      request: { headers: RequestIdHeader, body: jsonBody(S.TokenInput, "Card or bank account") },
+      responses: { 201: jsonResponse(S.Token, "Token"), 400: ERROR_RESPONSES[400] },
+    }),
+    handle: async ({ c, svc }) => svc.createToken(await readJson(c), requestIdOf(c)),
+  },
+];
+
+/** Hono sub-app of the token route. */
+export function tokensApp(svc: PaymentsService): Hono {
+  return mount(tokenEndpoints, svc);
+}

@@ -1,0 +1,131 @@
+/**
+ * Start the payments sandbox as an HTTP server (HTTP/1.1 and h2c on plain
+ * TCP, HTTP/2 over TLS with a certificate) backed by Deno KV.
+ *
+ * @example
+ * ```ts
+ * const srv = await startPaymentsServer({ port: 0, kv: ":memory:", tokens: ["t"] });
+ * console.log(srv.url);
+ * await srv.shutdown();
+ * ```
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { createApp, DEFAULT_BASE_PATH } from "./app.ts";
+import { openKv } from "./store/kv_store.ts";
+
+const log = getLogger(["payments", "server"]);
+
+/** Default KV location. */
+export const DEFAULT_KV_PATH = "./data/payments.kv";
+
+/** Options of {@link startPaymentsServer}. */
+export interface PaymentsServerOptions {
+  /** Interface to bind; default `127.0.0.1`. */
+  hostname?: string;
+  /** Port; `0` picks a free one. Default 8081. */
+  port?: number;
+  /** KV file path, `:memory:` or a KV Connect URL; default `./data/payments.kv`. */
+  kv?: string;
+  /** Base paths; default `["/vendor/v4"]`. */
+  basePaths?: string[];
+  /** Bearer tokens; when empty one is generated (see `generatedToken`). */
+  tokens?: string[];
+  /** PEM certificate (contents) for TLS. */
+  cert?: string;
+  /** PEM private key (contents) for TLS. */
+  key?: string;
+  /** Clock, for tests. */
+  now?: () => Date;
+}
+
+/** A running server. */
+export interface PaymentsServer {
+  /** Bound port. */
+  port: number;
+  /** Bound hostname. */
+  hostname: string;
+  /** Base URL, e.g. `http://127.0.0.1:8081`. */
+  url: string;
+  /** Accepted tokens. */
+  tokens: string[];
+  /** The first accepted token. */
+  token: string;
+  /** True when the token was generated at start. */
+  generatedToken: boolean;
+  /** Base paths served. */
+  basePaths: string[];
+  /** Stop accepting, finish in-flight requests, close the KV store. */
+  shutdown(): Promise<void>;
+}
+
+/** A fresh random bearer token (base64url, 32 bytes). */
+export function generateToken(): string {
+  const b = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Start the server; resolves once it listens. */
+export async function startPaymentsServer(
+  opts: PaymentsServerOptions = {},
+): Promise<PaymentsServer> {
+  const tokens = (opts.tokens ?? []).filter((t) => t !== "");
+  const generatedToken = tokens.length === 0;
+  if (generatedToken) tokens.push(generateToken());
+  const basePaths = opts.basePaths?.length ? [...opts.basePaths] : [DEFAULT_BASE_PATH];
+  const kv = await openKv(opts.kv ?? DEFAULT_KV_PATH);
+  const app = createApp({ kv, tokens, basePaths, now: opts.now });
+  const hostname = opts.hostname ?? "127.0.0.1";
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    const listening = Promise.withResolvers<Deno.NetAddr>();
+    const common = {
+      hostname,
+      port: opts.port ?? 8081,
+      onListen: (addr: Deno.NetAddr) => listening.resolve(addr),
+      onError: (err: unknown) => {
+        log.error("request failed: {error}", { error: err });
+        return new Response(
+          JSON.stringify({
+            errors: [{
+              code: "PMT-6000",
+              type: "system_error",
+              message: "A system error occurred.",
+              detail: "internal error",
+              infoLink: "",
+            }],
+          }),
+          { status: 500, headers: { "content-type": "application/json" } },
+        );
+      },
+    };
+    server = opts.cert && opts.key
+      ? Deno.serve({ ...common, cert: opts.cert, key: opts.key }, app.fetch)
+      : Deno.serve(common, app.fetch);
+    await listening.promise;
+  } catch (err) {
+    kv.close();
+    throw err;
+  }
+  const addr = server.addr;
+  const scheme = opts.cert && opts.key ? "https" : "http";
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  let closed: Promise<void> | undefined;
+  return {
+    port: addr.port,
+    hostname: addr.hostname,
+    url: `${scheme}://${host}:${addr.port}`,
+    tokens,
+    token: tokens[0],
+    generatedToken,
+    basePaths,
+    shutdown() {
+      closed ??= (async () => {
+        await server.shutdown();
+        kv.close();
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,217 @@
+/**
+ * The proxy application: route → pool → balanced backend → HTTP/2 `fetch`,
+ * with retries, timeouts, error statuses and counters. It knows nothing of
+ * QUIC; the HTTP/3 server calls it with decoded requests.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../shared/config_schema.ts";
+import { type Balancer, type BackendRef, type BalanceRequest, createBalancer } from "./balancer/mod.ts";
+import type { ProxyMetrics } from "./metrics/metrics.ts";
+import { Router } from "./router/router.ts";
+import { errorResponse } from "./server/connection.ts";
+import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./server/types.ts";
+import { downstreamResponseFields, upstreamRequestHeaders } from "./upstream/headers.ts";
+
+const log = getLogger(["proxy", "upstream"]);
+
+/** Sends one request to one backend (main.ts wires a pooled h2c client per backend). */
+export type BackendFetch = (backend: BackendRef, url: string, init: RequestInit) => Promise<Response>;
+
+/** Availability of backends: active health checks and passive ejection combined. */
+export interface BackendHealth {
+  isAvailable(id: string): boolean;
+  /** Live traffic outcome, for passive health (outlier ejection). */
+  report?(id: string, outcome: "success" | "connect" | "5xx"): void;
+}
+
+/** What the proxy application needs. */
+export interface ProxyAppDeps {
+  config: Config;
+  fetchBackend: BackendFetch;
+  health: BackendHealth;
+  metrics: ProxyMetrics;
+  /** Used by the `random` balancer; defaults to Math.random. */
+  random?: () => number;
+}
+
+interface Pool {
+  name: string;
+  balancer: Balancer;
+  timeoutMs: number;
+}
+
+/** Bodies up to this size with a declared length are read whole, so they keep their content-length and can be retried. */
+const BUFFER_BODY_LIMIT = 64 * 1024;
+
+class BackendTimeout extends Error {
+  constructor(ms: number) {
+    super(`backend did not answer within ${ms} ms`);
+    this.name = "BackendTimeout";
+  }
+}
+
+function isConnectError(err: unknown): boolean {
+  const text = `${err}`;
+  return /connect|refused|unreachable|dns error|reset before headers/i.test(text);
+}
+
+async function readAll(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) throw new Error("body larger than declared");
+    chunks.push(chunk);
+  }
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.length;
+  }
+  return out;
+}
+
+/**
+ * Builds the request handler from a configuration.
+ *
+ * @example
+ * ```ts
+ * const handler = createProxyApp({ config, fetchBackend, health, metrics });
+ * ```
+ */
+export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
+  const { config, metrics, health } = deps;
+  const router = new Router(
+    Object.entries(config.upstream).map(([pool, u]) => ({
+      pool,
+      host: u.route.host,
+      path_prefix: u.route.path_prefix,
+    })),
+  );
+  const pools = new Map<string, Pool>();
+  for (const [name, u] of Object.entries(config.upstream)) {
+    const lb = u.load_balancing ?? config.load_balancing;
+    pools.set(name, {
+      name,
+      balancer: createBalancer(
+        lb,
+        u.backends.map((b) => ({ id: b.id, address: b.address, weight: b.weight })),
+        { random: deps.random },
+      ),
+      timeoutMs: u.request_timeout_ms,
+    });
+  }
+  const isAvailable = (id: string) => health.isAvailable(id);
+
+  return async (req: IncomingRequest): Promise<OutgoingResponse> => {
+    const head = req.head;
+    const path = head.path ?? "/";
+    const authority = head.authority ?? head.fields.find(([n]) => n === "host")?.[1];
+    const poolName = router.match(authority, path);
+    if (poolName === null) {
+      metrics.record(null, 404);
+      req.body?.cancel().catch(() => {});
+      return errorResponse(404, "not_found", "no route matches this request");
+    }
+    const pool = pools.get(poolName)!;
+    const balanceReq: BalanceRequest = {
+      path,
+      header(name: string): string | null {
+        const values = head.fields.filter(([n]) => n === name).map(([, v]) => v);
+        if (values.length === 0) return null;
+        return values.join(name === "cookie" ? "; " : ", ");
+      },
+    };
+    const candidates = pool.balancer.candidates(balanceReq, isAvailable);
+    if (candidates.length === 0) {
+      metrics.record(null, 503);
+      req.body?.cancel().catch(() => {});
+      return errorResponse(503, "no_healthy_backend", `no healthy backend in pool ${pool.name}`);
+    }
+
+    const headers = upstreamRequestHeaders(head.fields, {
+      ip: req.remote.hostname,
+      authority,
+    });
+    let body: BodyInit | null = req.body;
+    if (
+      req.body !== null && head.contentLength !== undefined &&
+      head.contentLength <= BUFFER_BODY_LIMIT
+    ) {
+      body = await readAll(req.body, head.contentLength);
+    }
+    // Retry only what has not started streaming: no body, or a body read whole.
+    const retryable = body === null || body instanceof Uint8Array;
+    const attempts = retryable ? candidates.slice(0, 2) : candidates.slice(0, 1);
+
+    for (let i = 0; i < attempts.length; i++) {
+      const backend = attempts[i];
+      const last = i === attempts.length - 1;
+      log.debug("routing to backend {id} ({method} {path})", {
+        id: backend.id,
+        method: head.method,
+        path,
+      });
+      const ctl = new AbortController();
+      const onClientGone = () => ctl.abort(req.signal.reason);
+      req.signal.addEventListener("abort", onClientGone, { once: true });
+      const timer = setTimeout(() => ctl.abort(new BackendTimeout(pool.timeoutMs)), pool.timeoutMs);
+      try {
+        const init: RequestInit & { duplex?: string } = {
+          method: head.method,
+          headers,
+          body,
+          signal: ctl.signal,
+          redirect: "manual",
+        };
+        if (body instanceof ReadableStream) init.duplex = "half";
+        const res = await deps.fetchBackend(backend, `http://${backend.address}${path}`, init);
+        clearTimeout(timer);
+        health.report?.(backend.id, res.status >= 500 ? "5xx" : "success");
+        metrics.record(backend.id, res.status);
+        return {
+          status: res.status,
+          headers: downstreamResponseFields(res.headers),
+          body: res.body,
+        };
+      } catch (err) {
+        clearTimeout(timer);
+        if (ctl.signal.aborted && ctl.signal.reason instanceof BackendTimeout) {
+          log.warn("backend {id} timed out after {ms} ms", { id: backend.id, ms: pool.timeoutMs });
+          metrics.record(backend.id, 503, "timeout");
+          return errorResponse(503, "backend_timeout", `backend ${backend.id} timed out`);
+        }
+        if (req.signal.aborted) {
+          metrics.record(backend.id, 499, "error");
+          return errorResponse(502, "client_gone", "client went away");
+        }
+        const connect = isConnectError(err);
+        health.report?.(backend.id, connect ? "connect" : "5xx");
+        if (connect && !last) {
+          log.info("backend {id} unreachable, retrying on {next}: {error}", {
+            id: backend.id,
+            next: attempts[i + 1].id,
+            error: String(err),
+          });
+          metrics.backend(backend.id).inc("backend_errors");
+          continue;
+        }
+        log.warn("backend {id} failed: {error}", { id: backend.id, error: String(err) });
+        metrics.record(backend.id, 502, "error");
+        return errorResponse(502, "backend_error", `backend ${backend.id} failed`);
+      } finally {
+        req.signal.removeEventListener("abort", onClientGone);
+      }
+    }
+    // Unreachable: the loop always returns on its last attempt.
+    metrics.record(null, 500);
+    return errorResponse(500, "internal_error", "no attempt made");
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * Conformance suite run against every load-balancing algorithm (DESIGN §5.4).
+ */
+
+import assert from "node:assert/strict";
+import { backends, request, seededRandom } from "./_test_util.ts";
+import { createBalancer } from "./create_balancer.ts";
+import type { BackendRef, Balancer, BalanceRequest, LoadBalancingConfig } from "./types.ts";
+
+interface Subject {
+  readonly name: string;
+  readonly config: LoadBalancingConfig;
+  /** The i-th request of a run: the hash key varies with i. */
+  readonly request: (i: number) => BalanceRequest;
+  /**
+   * Allowed relative deviation of each backend's share from its weight share
+   * over 10,000 picks: 5 % for every algorithm. Inputs are deterministic
+   * (seeded PRNG, fixed keys), so the test cannot flake. For the hash ring the
+   * deviation is the ring's own imbalance (about 1/√points, ≈3 % at weight
+   * 100) plus the sampling noise of 10,000 distinct keys.
+   */
+  readonly tolerance: number;
+}
+
+const SUBJECTS: readonly Subject[] = [
+  { name: "random", config: { type: "random" }, request: () => request("/"), tolerance: 0.05 },
+  {
+    name: "round-robin",
+    config: { type: "round-robin" },
+    request: () => request("/"),
+    tolerance: 0.05,
+  },
+  {
+    name: "consistent-hash (header)",
+    config: { type: "consistent-hash", key: "header:x-user" },
+    request: (i) => request("/", { "x-user": `user-${i}` }),
+    tolerance: 0.05,
+  },
+  {
+    name: "consistent-hash (path)",
+    config: { type: "consistent-hash", key: "path" },
+    request: (i) => request(`/items/${i}?page=2`),
+    tolerance: 0.05,
+  },
+];
+
+const PICKS = 10_000;
+
+function make(s: Subject, list: readonly BackendRef[]): Balancer {
+  return createBalancer(s.config, list, { random: seededRandom(42) });
+}
+
+for (const s of SUBJECTS) {
+  Deno.test(`${s.name}: ${PICKS} picks split by weight; drained and unavailable never chosen`, () => {
+    // a, b, c available (100:150:250); d unavailable; e drained (weight 0).
+    const list = backends(["a", "b", "c", "d", "e"], [100, 150, 250, 400, 0]);
+    const lb = make(s, list);
+    const available = (id: string) => id !== "d";
+    const counts = new Map<string, number>();
+    for (let i = 0; i < PICKS; i++) {
+      const id = lb.candidates(s.request(i), available)[0].id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    assert.equal(counts.get("d"), undefined);
+    assert.equal(counts.get("e"), undefined);
+    for (const [id, weight] of [["a", 100], ["b", 150], ["c", 250]] as const) {
+      const expected = (PICKS * weight) / 500;
+      const got = counts.get(id) ?? 0;
+      assert.ok(
+        Math.abs(got - expected) <= expected * s.tolerance,
+        `${id}: ${got} picks, expected ${expected} ± ${s.tolerance * 100}%`,
+      );
+    }
+  });
+
+  Deno.test(`${s.name}: candidates are ordered, unique and cover all available backends`, () => {
+    const list = backends(["a", "b", "c", "d", "e", "f"], [100, 1, 300, 100, 0, 50]);
+    const lb = make(s, list);
+    const down = new Set(["d"]);
+    for (let i = 0; i < 500; i++) {
+      const calls: string[] = [];
+      const order = lb.candidates(s.request(i), (id) => {
+        calls.push(id);
+        return !down.has(id);
+      }).map((b) => b.id);
+      assert.deepEqual([...order].sort(), ["a", "b", "c", "f"]);
+      assert.equal(new Set(calls).size, calls.length, "isAvailable asked once per backend");
+    }
+  });
+
+  Deno.test(`${s.name}: returned refs are the configured backends`, () => {
+    const list = backends(["a", "b"], [100, 100]);
+    const order = make(s, list).candidates(s.request(1), () => true);
+    for (const b of order) assert.ok(list.includes(b));
+  });
+
+  Deno.test(`${s.name}: empty list when nothing is available`, () => {
+    const list = backends(["a", "b", "c"], [100, 100, 0]);
+    const lb = make(s, list);
+    for (let i = 0; i < 20; i++) assert.deepEqual(lb.candidates(s.request(i), () => false), []);
+    assert.deepEqual(make(s, []).candidates(s.request(0), () => true), []);
+    assert.deepEqual(
+      make(s, backends(["x", "y"], [0, 0])).candidates(s.request(0), () => true),
+      [],
+    );
+  });
+
+  Deno.test(`${s.name}: a single available backend is always chosen`, () => {
+    const lb = make(s, backends(["a", "b", "c"], [100, 200, 300]));
+    for (let i = 0; i < 200; i++) {
+      assert.deepEqual(lb.candidates(s.request(i), (id) => id === "b").map((b) => b.id), ["b"]);
+    }
+  });
+
+  Deno.test(`${s.name}: duplicate ids are returned once (first wins)`, () => {
+    const list: BackendRef[] = [
+      { id: "a", address: "10.0.0.1:80", weight: 100 },
+      { id: "a", address: "10.0.0.2:80", weight: 100 },
+      { id: "b", address: "10.0.0.3:80", weight: 100 },
+    ];
+    const lb = make(s, list);
+    for (let i = 0; i < 100; i++) {
+      const order = lb.candidates(s.request(i), () => true);
+      assert.deepEqual(order.map((b) => b.id).sort(), ["a", "b"]);
+      assert.equal(order.find((b) => b.id === "a")?.address, "10.0.0.1:80");
+    }
+  });
+
+  Deno.test(`${s.name}: availability changes take effect on the next call`, () => {
+    const lb = make(s, backends(["a", "b", "c"], [100, 100, 100]));
+    const down = new Set<string>();
+    for (let i = 0; i < 300; i++) {
+      if (i === 100) down.add("a");
+      if (i === 200) down.delete("a");
+      const order = lb.candidates(s.request(i), (id) => !down.has(id));
+      assert.equal(order.length, 3 - down.size);
+      assert.ok(!order.some((b) => down.has(b.id)));
+    }
+  });
+}

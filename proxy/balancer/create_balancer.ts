@@ -1,0 +1,53 @@
+/**
+ * The factory turning a `load_balancing` config into a {@link Balancer}.
+ *
+ * @module
+ */
+
+import { ConsistentHashBalancer } from "./consistent_hash.ts";
+import { RandomBalancer } from "./random.ts";
+import { RoundRobinBalancer } from "./round_robin.ts";
+import {
+  type BackendRef,
+  type Balancer,
+  BalancerConfigError,
+  type BalancerOptions,
+  type LoadBalancingConfig,
+} from "./types.ts";
+
+/**
+ * Builds the balancer for `lb.type` over `backends`. Cheap enough to call
+ * again whenever weights or the backend list change (e.g. from the admin
+ * API): rebuild and swap. A rebuilt `round-robin` restarts its rotation; a
+ * rebuilt `consistent-hash` keeps every key whose backend is unchanged.
+ *
+ * @throws {BalancerConfigError} for an unknown type or a bad `key`.
+ * @example
+ * ```ts
+ * const lb = createBalancer({ type: "consistent-hash", key: "cookie:sid" }, [
+ *   { id: "a", address: "10.0.0.1:8080", weight: 100 },
+ *   { id: "b", address: "10.0.0.2:8080", weight: 100 },
+ * ]);
+ * const [chosen, ...retries] = lb.candidates(req, (id) => checker.isHealthy(id));
+ * ```
+ */
+export function createBalancer(
+  lb: LoadBalancingConfig,
+  backends: readonly BackendRef[],
+  opts: BalancerOptions = {},
+): Balancer {
+  switch (lb.type) {
+    case "random":
+      return new RandomBalancer(backends, opts);
+    case "round-robin":
+      return new RoundRobinBalancer(backends);
+    case "consistent-hash":
+      return new ConsistentHashBalancer(backends, { key: lb.key });
+    default:
+      throw new BalancerConfigError(
+        `load_balancing.type ${
+          JSON.stringify((lb as { type: unknown }).type)
+        } must be random, round-robin or consistent-hash`,
+      );
+  }
+}

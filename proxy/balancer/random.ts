@@ -1,0 +1,82 @@
+/**
+ * `random`: weighted random choice.
+ *
+ * @module
+ */
+
+import {
+  type BackendRef,
+  type Balancer,
+  type BalanceRequest,
+  type BalancerOptions,
+  usableBackends,
+} from "./types.ts";
+
+/**
+ * Weighted random balancer. The first candidate is backend `i` with
+ * probability `weight_i / Σ weight` over the available backends; the rest of
+ * the list continues the same weighted sampling without replacement, so a
+ * retry also prefers heavier backends. Uses one random number per available
+ * backend (minus one) and O(n log n) time (a Fenwick tree of weights).
+ *
+ * @example
+ * ```ts
+ * const lb = new RandomBalancer([{ id: "a", address: "10.0.0.1:80", weight: 100 }]);
+ * lb.candidates({ path: "/", header: () => null }, () => true)[0].id; // "a"
+ * ```
+ */
+export class RandomBalancer implements Balancer {
+  readonly #backends: BackendRef[];
+  readonly #random: () => number;
+
+  /** @param backends the pool; drained (weight 0) and duplicate ids are dropped. */
+  constructor(backends: readonly BackendRef[], opts: BalancerOptions = {}) {
+    this.#backends = usableBackends(backends);
+    this.#random = opts.random ?? Math.random;
+  }
+
+  /** See {@link Balancer.candidates}. */
+  candidates(_req: BalanceRequest, isAvailable: (id: string) => boolean): BackendRef[] {
+    const pool: BackendRef[] = [];
+    for (const b of this.#backends) if (isAvailable(b.id)) pool.push(b);
+    const m = pool.length;
+    if (m <= 1) return pool;
+    // Fenwick tree of the remaining weights: each draw and removal is O(log m).
+    const tree = new Float64Array(m + 1);
+    let total = 0;
+    for (let i = 1; i <= m; i++) {
+      const w = pool[i - 1].weight;
+      total += w;
+      tree[i] += w;
+      const j = i + (i & -i);
+      if (j <= m) tree[j] += tree[i];
+    }
+    let top = 1;
+    while (top * 2 <= m) top *= 2;
+    const taken = new Uint8Array(m);
+    const out: BackendRef[] = [];
+    for (let left = m; left > 1; left--) {
+      let r = this.#random() * total;
+      let pos = 0;
+      for (let step = top; step > 0; step >>= 1) {
+        const next = pos + step;
+        if (next <= m && tree[next] <= r) {
+          pos = next;
+          r -= tree[next];
+        }
+      }
+      // Rounding (or a random() of 1) can run past the end: take the last one left.
+      if (pos >= m || taken[pos] === 1) {
+        pos = m - 1;
+        while (taken[pos] === 1) pos--;
+      }
+      taken[pos] = 1;
+      const w = pool[pos].weight;
+      out.push(pool[pos]);
+      total -= w;
+      for (let i = pos + 1; i <= m; i += i & -i) tree[i] -= w;
+    }
+    for (let i = 0; i < m; i++) if (taken[i] === 0) out.push(pool[i]);
+    return out;
+  }
+}

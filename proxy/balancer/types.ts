@@ -1,0 +1,88 @@
+/**
+ * Types shared by every load-balancing algorithm.
+ *
+ * @module
+ */
+
+/** A backend as the balancer sees it. `weight` 0 means drained: never returned. */
+export interface BackendRef {
+  /** Unique backend identifier (`backends[].id`). */
+  readonly id: string;
+  /** `host:port` of the backend. */
+  readonly address: string;
+  /** Relative weight (config default 100). 0, negative or non-finite means drained. */
+  readonly weight: number;
+}
+
+/** The parts of a client request a balancer may look at. */
+export interface BalanceRequest {
+  /** Request path including the query string, e.g. `/a/b?x=1`. */
+  readonly path: string;
+  /**
+   * Value of a request header, or `null` when absent. Names are passed in
+   * lowercase. Several `cookie` fields must be joined with `"; "`
+   * (RFC 9114 §4.2.1), other repeated fields with `", "`.
+   */
+  header(name: string): string | null;
+}
+
+/**
+ * A load-balancing strategy over a fixed backend list.
+ *
+ * @example
+ * ```ts
+ * const order = balancer.candidates(req, (id) => health.isHealthy(id));
+ * if (order.length === 0) return respond503();
+ * const [chosen, ...retries] = order;
+ * ```
+ */
+export interface Balancer {
+  /**
+   * Ordered candidates among the available, non-drained backends, without
+   * duplicates: the first is the chosen backend, the rest the retry order.
+   * Empty when no backend is available. `isAvailable` is called at most once
+   * per backend and call.
+   */
+  candidates(req: BalanceRequest, isAvailable: (id: string) => boolean): BackendRef[];
+}
+
+/** The load-balancing algorithms (`load_balancing.type`). */
+export type LoadBalancingType = "random" | "round-robin" | "consistent-hash";
+
+/** `load_balancing` as written in the YAML config. */
+export interface LoadBalancingConfig {
+  /** Algorithm. */
+  readonly type: LoadBalancingType;
+  /** `consistent-hash` key source: `header:<name>`, `cookie:<name>`, `query:<name>` or `path`. */
+  readonly key?: string;
+}
+
+/** Options shared by the balancer factories. */
+export interface BalancerOptions {
+  /** Uniform random numbers in [0, 1); defaults to `Math.random`. Used by `random`. */
+  readonly random?: () => number;
+}
+
+/** Raised by the factories for a configuration they cannot honour (e.g. a bad hash key). */
+export class BalancerConfigError extends Error {
+  /** @param message what is wrong, naming the bad value. */
+  constructor(message: string) {
+    super(message);
+    this.name = "BalancerConfigError";
+  }
+}
+
+/**
+ * Keeps the usable backends: drops weight 0 / negative / non-finite ones
+ * (drained) and later duplicates of an id (the first occurrence wins).
+ */
+export function usableBackends(backends: readonly BackendRef[]): BackendRef[] {
+  const seen = new Set<string>();
+  const out: BackendRef[] = [];
+  for (const b of backends) {
+    if (!(b.weight > 0) || !Number.isFinite(b.weight) || seen.has(b.id)) continue;
+    seen.add(b.id);
+    out.push(b);
+  }
+  return out;
+}

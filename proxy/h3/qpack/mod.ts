@@ -1,0 +1,33 @@
+/**
+ * QPACK (RFC 9204): field compression for HTTP/3, sans-IO.
+ *
+ * @module
+ */
+
+export { BLOCKED, decodeRequiredInsertCount, FieldSectionTooLargeError, QpackDecoder } from "./decoder.ts";
+export type { Blocked, FieldLine, QpackDecoderOptions, UnblockedSection } from "./decoder.ts";
+export { QpackEncoder } from "./encoder.ts";
+export type { QpackEncoderOptions } from "./encoder.ts";
+export { DynamicTable, ENTRY_OVERHEAD } from "./dynamic_table.ts";
+export {
+  STATIC_TABLE,
+  staticIndexOf,
+  staticLookup,
+  staticNameIndexOf,
+} from "./static_table.ts";
+export {
+  HUFFMAN_TABLE,
+  huffmanDecode,
+  HuffmanDecodeError,
+  huffmanEncode,
+  huffmanEncodedLength,
+} from "./huffman.ts";
+export {
+  decodePrefixInt,
+  encodePrefixInt,
+  MAX_PREFIX_INT,
+  prefixIntLength,
+  writePrefixInt,
+} from "./prefix_int.ts";
+export type { PrefixInt } from "./prefix_int.ts";
+export * from "./instructions.ts";

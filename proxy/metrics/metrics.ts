@@ -1,0 +1,107 @@
+/**
+ * The spec's in-memory counters (`requests_total`, `requests_success`,
+ * `requests_failure`, `backend_timeouts`, `backend_errors`), kept globally and
+ * per backend as unsigned 64-bit values that only increase, plus gauges of
+ * active connections and streams.
+ *
+ * @module
+ */
+
+/** Names of the spec's counters, in a fixed order. */
+export const COUNTER_NAMES = [
+  "requests_total",
+  "requests_success",
+  "requests_failure",
+  "backend_timeouts",
+  "backend_errors",
+] as const;
+
+/** One of {@link COUNTER_NAMES}. */
+export type CounterName = typeof COUNTER_NAMES[number];
+
+const INDEX: Record<CounterName, number> = {
+  requests_total: 0,
+  requests_success: 1,
+  requests_failure: 2,
+  backend_timeouts: 3,
+  backend_errors: 4,
+};
+
+/** A set of the five counters as u64 values. */
+export class CounterSet {
+  readonly #values = new BigUint64Array(COUNTER_NAMES.length);
+
+  /** Adds one to a counter. */
+  inc(name: CounterName): void {
+    this.#values[INDEX[name]] += 1n;
+  }
+
+  /** The current value. */
+  get(name: CounterName): bigint {
+    return this.#values[INDEX[name]];
+  }
+
+  /** All values by name. */
+  snapshot(): Record<CounterName, bigint> {
+    const out = {} as Record<CounterName, bigint>;
+    for (const n of COUNTER_NAMES) out[n] = this.#values[INDEX[n]];
+    return out;
+  }
+}
+
+/** How a request ended, for counting. */
+export type Outcome =
+  | { kind: "success" } // 2xx
+  | { kind: "error_response" } // a non-2xx answer
+  | { kind: "backend_timeout" }
+  | { kind: "backend_error" };
+
+/**
+ * The proxy's metrics.
+ *
+ * @example
+ * ```ts
+ * const m = new ProxyMetrics();
+ * m.record("b1", 200);
+ * m.global.get("requests_success"); // 1n
+ * ```
+ */
+export class ProxyMetrics {
+  /** Totals over all requests. */
+  readonly global = new CounterSet();
+  readonly #backends = new Map<string, CounterSet>();
+  /** Open QUIC connections. */
+  activeConnections = 0;
+  /** Requests being served. */
+  activeStreams = 0;
+
+  /** The counters of one backend (created on first use). */
+  backend(id: string): CounterSet {
+    let set = this.#backends.get(id);
+    if (!set) {
+      set = new CounterSet();
+      this.#backends.set(id, set);
+    }
+    return set;
+  }
+
+  /** Every backend's counters. */
+  backends(): ReadonlyMap<string, CounterSet> {
+    return this.#backends;
+  }
+
+  /**
+   * Records a finished request: its status, the backend that served it (if
+   * any) and whether the backend timed out or failed.
+   */
+  record(backendId: string | null, status: number, cause?: "timeout" | "error"): void {
+    const sets = backendId === null ? [this.global] : [this.global, this.backend(backendId)];
+    for (const s of sets) {
+      s.inc("requests_total");
+      if (status >= 200 && status < 300) s.inc("requests_success");
+      else s.inc("requests_failure");
+      if (cause === "timeout") s.inc("backend_timeouts");
+      if (cause === "error") s.inc("backend_errors");
+    }
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The transport seen by the HTTP/3 server: the small part of Deno's QUIC API
+ * that it uses. `Deno.QuicConn` satisfies {@link QuicConnection} structurally;
+ * tests use the in-memory transport in `memory_transport.ts`.
+ *
+ * @module
+ */
+
+/** A peer address. */
+export interface PeerAddr {
+  hostname: string;
+  port: number;
+}
+
+/** Close code and reason of a connection (QUIC application error). */
+export interface CloseInfo {
+  closeCode: number;
+  reason: string;
+}
+
+/** A stream we receive on; `id` is the QUIC stream id. */
+export type ReceiveStream = ReadableStream<Uint8Array> & { readonly id: bigint };
+
+/** A stream we send on. */
+export type SendStream = WritableStream<Uint8Array> & { readonly id: bigint };
+
+/** A bidirectional stream opened by the peer (a request stream). */
+export interface BidiStream {
+  readonly readable: ReceiveStream;
+  readonly writable: SendStream;
+}
+
+/** One accepted QUIC connection. */
+export interface QuicConnection {
+  readonly remoteAddr: PeerAddr;
+  readonly incomingBidirectionalStreams: ReadableStream<BidiStream>;
+  readonly incomingUnidirectionalStreams: ReadableStream<ReceiveStream>;
+  readonly closed: Promise<CloseInfo>;
+  createUnidirectionalStream(): Promise<SendStream>;
+  close(info?: CloseInfo): void;
+}
+
+/** A listener that yields accepted connections until it is stopped. */
+export interface QuicServerTransport {
+  /** The bound address. */
+  readonly addr: PeerAddr;
+  /** Next accepted connection, or `null` once the listener is stopped. */
+  accept(): Promise<QuicConnection | null>;
+  /** Stops accepting new connections; existing ones live on. */
+  stop(): void;
+  /** Closes the endpoint and every connection on it. */
+  close(info?: CloseInfo): void;
+}

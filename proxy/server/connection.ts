@@ -1,0 +1,608 @@
+/**
+ * One HTTP/3 connection (RFC 9114) on a {@link QuicConnection}: our control
+ * and QPACK streams, the peer's unidirectional streams, request streams,
+ * GOAWAY, and connection/stream errors (§8).
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import {
+  BLOCKED,
+  BodyLengthTracker,
+  classifyUniStream,
+  ControlStreamParser,
+  decodeStreamType,
+  encodeFrameHeader,
+  encodeGoaway,
+  encodeSettingsFrame,
+  FrameType,
+  H3Code,
+  H3Error,
+  MalformedMessageError,
+  NEED_MORE,
+  QpackDecoder,
+  QpackEncoder,
+  type RequestEvent,
+  RequestStreamParser,
+  SettingId,
+  StreamType,
+  validateRequestFields,
+  validateTrailerFields,
+} from "../h3/mod.ts";
+import type { BidiStream, QuicConnection, ReceiveStream } from "../quic/transport.ts";
+import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./types.ts";
+
+const log = getLogger(["proxy", "server"]);
+
+/** Limits and settings of a connection. */
+export interface ConnectionOptions {
+  /** The application. */
+  handler: RequestHandler;
+  /** SETTINGS_MAX_FIELD_SECTION_SIZE we advertise and enforce (bytes). */
+  maxFieldSectionSize: number;
+  /** SETTINGS_QPACK_MAX_TABLE_CAPACITY we advertise (bytes, > 0 enables the dynamic table). */
+  qpackMaxTableCapacity: number;
+  /** SETTINGS_QPACK_BLOCKED_STREAMS we advertise. */
+  qpackBlockedStreams: number;
+  /** Largest request body accepted; larger gets 413. */
+  maxRequestBodyBytes: number;
+  /** Observers for metrics. */
+  hooks?: ConnectionHooks;
+}
+
+/** Callbacks for metrics; all optional. */
+export interface ConnectionHooks {
+  streamOpened?(): void;
+  streamClosed?(): void;
+}
+
+/** Fields that must not appear in HTTP/3 (RFC 9114 §4.2). */
+const CONNECTION_SPECIFIC = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "host",
+]);
+
+/** Methods whose body is never forwarded (fetch rejects one). */
+const BODILESS_METHODS = new Set(["GET", "HEAD"]);
+
+const ENCODER = new TextEncoder();
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+function jsonBody(error: string, message: string): Uint8Array {
+  return ENCODER.encode(JSON.stringify({ error, message }));
+}
+
+/** A small JSON error response. */
+export function errorResponse(status: number, error: string, message: string): OutgoingResponse {
+  const body = jsonBody(error, message);
+  return {
+    status,
+    headers: [["content-type", "application/json"], ["content-length", String(body.length)]],
+    body,
+  };
+}
+
+interface BlockedWaiter {
+  resolve(fields: Array<[string, string]>): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Serves HTTP/3 on one QUIC connection until it closes.
+ *
+ * @example
+ * ```ts
+ * const h3 = new H3Connection(conn, { handler, maxFieldSectionSize: 65536,
+ *   qpackMaxTableCapacity: 4096, qpackBlockedStreams: 16, maxRequestBodyBytes: 2 ** 31 });
+ * await h3.serve();
+ * ```
+ */
+export class H3Connection {
+  readonly #conn: QuicConnection;
+  readonly #opts: ConnectionOptions;
+  readonly #qdec: QpackDecoder;
+  readonly #qenc = new QpackEncoder();
+  readonly #abort = new AbortController();
+  readonly #blocked = new Map<number, BlockedWaiter>();
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #peerStreams = new Set<string>();
+  // Our critical streams: keep the writers for the connection's whole life
+  // (a collected QuicSendStream is closed, DESIGN.md §2).
+  #control?: WritableStreamDefaultWriter<Uint8Array>;
+  #decoderStream?: WritableStreamDefaultWriter<Uint8Array>;
+  #encoderStream?: WritableStreamDefaultWriter<Uint8Array>;
+  #decoderWrite: Promise<void> = Promise.resolve();
+  #maxStreamId = -1;
+  #goawayId: number | null = null;
+  #closed = false;
+
+  constructor(conn: QuicConnection, opts: ConnectionOptions) {
+    this.#conn = conn;
+    this.#opts = opts;
+    this.#qdec = new QpackDecoder({
+      maxTableCapacity: opts.qpackMaxTableCapacity,
+      maxBlockedStreams: opts.qpackBlockedStreams,
+      maxFieldSectionSize: opts.maxFieldSectionSize,
+    });
+  }
+
+  /** The peer's address. */
+  get remote(): { hostname: string; port: number } {
+    return this.#conn.remoteAddr;
+  }
+
+  /** Number of requests being served. */
+  get activeStreams(): number {
+    return this.#inflight.size;
+  }
+
+  /** Serves until the connection closes. Never rejects. */
+  async serve(): Promise<void> {
+    this.#conn.closed.then(
+      (info) => this.#onClosed(info.closeCode, info.reason),
+      (err) => this.#onClosed(-1, String(err)),
+    );
+    try {
+      await this.#openOwnStreams();
+    } catch (err) {
+      this.#onClosed(-1, `cannot open control stream: ${err}`);
+      return;
+    }
+    await Promise.all([this.#acceptUni(), this.#acceptBidi()]);
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  /**
+   * Starts a graceful shutdown (RFC 9114 §5.2): sends GOAWAY, refuses new
+   * requests, and closes the connection once in-flight requests finish.
+   */
+  async goaway(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#goawayId === null) {
+      this.#goawayId = this.#maxStreamId + 4;
+      try {
+        await this.#control?.write(encodeGoaway(this.#goawayId));
+      } catch {
+        // the peer is gone: nothing to drain
+      }
+    }
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+    this.close(H3Code.NO_ERROR, "shutting down");
+  }
+
+  /** Closes the connection at once with an HTTP/3 error code. */
+  close(code: number, reason: string): void {
+    if (this.#closed) return;
+    this.#onClosed(code, reason);
+    try {
+      this.#conn.close({ closeCode: code, reason });
+    } catch {
+      // already closed
+    }
+  }
+
+  #onClosed(code: number, reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    log.trace("connection closed: {code} {reason}", { code, reason });
+    this.#abort.abort(new Error(`connection closed: ${reason}`));
+    for (const waiter of this.#blocked.values()) {
+      waiter.reject(new H3Error(H3Code.REQUEST_CANCELLED, "stream", "connection closed"));
+    }
+    this.#blocked.clear();
+  }
+
+  /** Reacts to a protocol error: a connection error closes everything. */
+  #fail(err: unknown): void {
+    if (this.#closed) return;
+    if (err instanceof H3Error && err.scope === "connection") {
+      log.debug("connection error {error}", { error: err.message });
+      this.close(err.code, err.message.slice(0, 100));
+    } else if (!(err instanceof H3Error)) {
+      log.debug("connection failed: {error}", { error: String(err) });
+      this.close(H3Code.INTERNAL_ERROR, "internal error");
+    }
+  }
+
+  async #openOwnStreams(): Promise<void> {
+    const settings = new Map<number, number>([
+      [SettingId.QPACK_MAX_TABLE_CAPACITY, this.#opts.qpackMaxTableCapacity],
+      [SettingId.QPACK_BLOCKED_STREAMS, this.#opts.qpackBlockedStreams],
+      [SettingId.MAX_FIELD_SECTION_SIZE, this.#opts.maxFieldSectionSize],
+    ]);
+    const control = (await this.#conn.createUnidirectionalStream()).getWriter();
+    this.#control = control;
+    await control.write(concat(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings)));
+    const encoder = (await this.#conn.createUnidirectionalStream()).getWriter();
+    this.#encoderStream = encoder;
+    await encoder.write(Uint8Array.of(StreamType.QPACK_ENCODER));
+    const decoder = (await this.#conn.createUnidirectionalStream()).getWriter();
+    this.#decoderStream = decoder;
+    await decoder.write(Uint8Array.of(StreamType.QPACK_DECODER));
+  }
+
+  /** Writes pending QPACK decoder-stream instructions (acks, increments, cancels). */
+  #flushDecoderStream(): void {
+    const bytes = this.#qdec.takeDecoderStreamBytes();
+    if (bytes === null || bytes.length === 0 || !this.#decoderStream) return;
+    const writer = this.#decoderStream;
+    this.#decoderWrite = this.#decoderWrite.then(() => writer.write(bytes)).catch(() => {});
+  }
+
+  async #acceptUni(): Promise<void> {
+    const reader = this.#conn.incomingUnidirectionalStreams.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        this.#handleUni(value).catch((err) => this.#fail(err));
+      }
+    } catch {
+      // connection closed
+    }
+  }
+
+  async #handleUni(stream: ReceiveStream): Promise<void> {
+    const reader = stream.getReader();
+    let buf: Uint8Array = new Uint8Array(0);
+    let kind: ReturnType<typeof classifyUniStream> | undefined;
+    let rest: Uint8Array = buf;
+    while (kind === undefined) {
+      const r = await reader.read().catch(() => ({ done: true, value: undefined }));
+      if (r.done || !r.value) return; // ended before its type: ignore
+      buf = buf.length === 0 ? r.value : concat(buf, r.value);
+      const t = decodeStreamType(buf);
+      if (t === NEED_MORE) continue;
+      kind = classifyUniStream(t.type);
+      rest = buf.subarray(t.length);
+    }
+    if (kind === "push") {
+      throw new H3Error(H3Code.STREAM_CREATION_ERROR, "connection", "client opened a push stream");
+    }
+    if (kind === "unknown") {
+      // Unknown stream types are ignored (RFC 9114 §6.2): drain, never cancel.
+      while (!(await reader.read().catch(() => ({ done: true }))).done) { /* discard */ }
+      return;
+    }
+    if (this.#peerStreams.has(kind)) {
+      throw new H3Error(H3Code.STREAM_CREATION_ERROR, "connection", `second ${kind} stream`);
+    }
+    this.#peerStreams.add(kind);
+    const onChunk = this.#criticalHandler(kind);
+    if (rest.length > 0) onChunk(rest);
+    for (;;) {
+      let r: ReadableStreamReadResult<Uint8Array>;
+      try {
+        r = await reader.read();
+      } catch {
+        if (this.#closed) return;
+        throw new H3Error(H3Code.CLOSED_CRITICAL_STREAM, "connection", `${kind} stream reset`);
+      }
+      if (r.done) break;
+      onChunk(r.value);
+    }
+    if (!this.#closed) {
+      throw new H3Error(H3Code.CLOSED_CRITICAL_STREAM, "connection", `${kind} stream closed`);
+    }
+  }
+
+  #criticalHandler(kind: "control" | "qpack_encoder" | "qpack_decoder"): (c: Uint8Array) => void {
+    if (kind === "control") {
+      const parser = new ControlStreamParser();
+      return (chunk) => {
+        for (const ev of parser.push(chunk)) {
+          if (ev.type === "goaway") log.trace("peer sent GOAWAY {id}", { id: ev.id });
+        }
+      };
+    }
+    if (kind === "qpack_encoder") {
+      return (chunk) => {
+        const unblocked = this.#qdec.pushEncoderStream(chunk);
+        for (const { streamId, fields } of unblocked) {
+          const waiter = this.#blocked.get(streamId);
+          this.#blocked.delete(streamId);
+          waiter?.resolve(fields);
+        }
+        this.#flushDecoderStream();
+      };
+    }
+    return (chunk) => this.#qenc.pushDecoderStream(chunk);
+  }
+
+  async #acceptBidi(): Promise<void> {
+    const reader = this.#conn.incomingBidirectionalStreams.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        const id = Number(value.readable.id);
+        if (this.#goawayId !== null && id >= this.#goawayId) {
+          // RFC 9114 §5.2: refused after GOAWAY; the client may retry it.
+          value.readable.cancel().catch(() => {});
+          value.writable.abort().catch(() => {});
+          continue;
+        }
+        if (id > this.#maxStreamId) this.#maxStreamId = id;
+        this.#opts.hooks?.streamOpened?.();
+        const p: Promise<void> = this.#handleRequest(value, id)
+          .catch((err) => this.#fail(err))
+          .finally(() => {
+            this.#inflight.delete(p);
+            this.#opts.hooks?.streamClosed?.();
+          });
+        this.#inflight.add(p);
+      }
+    } catch {
+      // connection closed
+    }
+  }
+
+  async #decodeHeaders(streamId: number, block: Uint8Array): Promise<Array<[string, string]>> {
+    const fields = this.#qdec.decodeSection(streamId, block);
+    if (fields !== BLOCKED) {
+      this.#flushDecoderStream();
+      return fields;
+    }
+    const decoded = await new Promise<Array<[string, string]>>((resolve, reject) => {
+      this.#blocked.set(streamId, { resolve, reject });
+    });
+    return decoded;
+  }
+
+  async #handleRequest(stream: BidiStream, streamId: number): Promise<void> {
+    const reader = stream.readable.getReader();
+    const writer = stream.writable.getWriter();
+    const parser = new RequestStreamParser({
+      maxFrameSize: Math.max(this.#opts.maxFieldSectionSize + 1024, 16384),
+    });
+    const queue: RequestEvent[] = [];
+    let readDone = false;
+    const abort = new AbortController();
+    const onConnAbort = () => abort.abort(this.#abort.signal.reason);
+    this.#abort.signal.addEventListener("abort", onConnAbort, { once: true });
+    writer.closed.catch(() => abort.abort(new Error("client stopped reading")));
+
+    const nextEvent = async (): Promise<RequestEvent> => {
+      while (queue.length === 0) {
+        if (readDone) return { type: "end" };
+        const r = await reader.read();
+        if (r.done) {
+          readDone = true;
+          queue.push(...parser.end());
+        } else {
+          queue.push(...parser.push(r.value));
+        }
+      }
+      return queue.shift()!;
+    };
+
+    let response: OutgoingResponse;
+    let method = "";
+    let bodyStream: ReadableStream<Uint8Array> | null = null;
+    const bodyFailure: { error?: unknown } = {};
+    try {
+      const first = await nextEvent();
+      if (first.type !== "headers") {
+        throw new H3Error(H3Code.REQUEST_INCOMPLETE, "stream", "request without HEADERS");
+      }
+      const fields = await this.#decodeHeaders(streamId, first.block);
+      const head = validateRequestFields(fields);
+      method = head.method;
+      const declared = head.contentLength;
+      if (declared !== undefined && declared > this.#opts.maxRequestBodyBytes) {
+        response = errorResponse(413, "payload_too_large", "request body exceeds the limit");
+      } else {
+        // Peek at what is already buffered: a request whose stream ended with its
+        // HEADERS has no body.
+        const ended = readDone && queue.every((e) => e.type === "end");
+        const hasBody = !BODILESS_METHODS.has(head.method) && !ended && declared !== 0;
+        if (hasBody) {
+          bodyStream = this.#requestBody(nextEvent, streamId, declared, bodyFailure);
+        }
+        const req: IncomingRequest = {
+          head,
+          body: bodyStream,
+          remote: this.#conn.remoteAddr,
+          signal: abort.signal,
+        };
+        try {
+          response = await this.#opts.handler(req);
+        } catch (err) {
+          log.error("handler failed: {error}", { error: String(err) });
+          response = errorResponse(500, "internal_error", "internal proxy error");
+        }
+        // A failure of the client's own body outranks what the backend said.
+        if (bodyFailure.error !== undefined) throw bodyFailure.error;
+      }
+    } catch (err) {
+      if (err instanceof RequestBodyTooLarge) {
+        response = errorResponse(413, "payload_too_large", err.message);
+      } else if (err instanceof MalformedMessageError) {
+        response = errorResponse(400, "bad_request", err.message);
+      } else if (err instanceof H3Error && err.scope === "stream") {
+        if (err.code === H3Code.EXCESSIVE_LOAD) {
+          response = errorResponse(431, "headers_too_large", "header list exceeds the limit");
+        } else if (err.code === H3Code.REQUEST_CANCELLED || this.#closed) {
+          this.#abandon(reader, writer);
+          return;
+        } else {
+          response = errorResponse(400, "bad_request", err.message);
+        }
+      } else if (err instanceof H3Error) {
+        this.#abandon(reader, writer);
+        throw err; // connection error
+      } else {
+        // the client reset the stream or the connection went away
+        this.#abandon(reader, writer);
+        return;
+      }
+    } finally {
+      this.#abort.signal.removeEventListener("abort", onConnAbort);
+    }
+
+    await this.#writeResponse(writer, response, method, abort.signal);
+    // Whatever of the request the application did not read is not wanted.
+    if (!readDone) {
+      if (bodyStream === null && BODILESS_METHODS.has(method)) {
+        // a GET/HEAD may still send its FIN (or stray DATA): drain quietly
+        reader.cancel().catch(() => {});
+      } else {
+        reader.cancel().catch(() => {});
+      }
+    }
+    if (this.#blocked.has(streamId)) {
+      this.#blocked.delete(streamId);
+      this.#qdec.cancelStream(streamId);
+      this.#flushDecoderStream();
+    }
+  }
+
+  #abandon(reader: ReadableStreamDefaultReader<Uint8Array>, writer: WritableStreamDefaultWriter<Uint8Array>): void {
+    reader.cancel().catch(() => {});
+    writer.close().catch(() => {});
+  }
+
+  /** The request body as a pull-driven stream: each pull reads the QUIC stream once more. */
+  #requestBody(
+    nextEvent: () => Promise<RequestEvent>,
+    streamId: number,
+    declared: number | undefined,
+    failure: { error?: unknown },
+  ): ReadableStream<Uint8Array> {
+    const tracker = new BodyLengthTracker(declared);
+    const limit = this.#opts.maxRequestBodyBytes;
+    let received = 0;
+    const pullOnce = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
+        for (;;) {
+          const ev = await nextEvent();
+          if (ev.type === "data") {
+            if (ev.chunk.length === 0) continue;
+            received += ev.chunk.length;
+            if (received > limit) {
+              throw new RequestBodyTooLarge();
+            }
+            tracker.add(ev.chunk.length);
+            controller.enqueue(ev.chunk);
+            return;
+          }
+          if (ev.type === "headers") {
+            // Trailers: decoded to keep QPACK state right, validated, not forwarded
+            // (fetch cannot send trailers).
+            validateTrailerFields(await this.#decodeHeaders(streamId, ev.block));
+            continue;
+          }
+          tracker.finish();
+          controller.close();
+          return;
+        }
+    };
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        try {
+          await pullOnce(controller);
+        } catch (err) {
+          failure.error ??= err;
+          throw err;
+        }
+      },
+    }, { highWaterMark: 0 });
+  }
+
+  async #writeResponse(
+    writer: WritableStreamDefaultWriter<Uint8Array>,
+    res: OutgoingResponse,
+    method: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const fields: Array<[string, string]> = [[":status", String(res.status)]];
+    for (const [name, value] of res.headers) {
+      const lower = name.toLowerCase();
+      if (CONNECTION_SPECIFIC.has(lower)) continue;
+      fields.push([lower, value]);
+    }
+    const block = this.#qenc.encodeSection(fields);
+    const headers = concat(encodeFrameHeader(FrameType.HEADERS, block.length), block);
+    const noBody = method === "HEAD" || res.status === 204 || res.status === 304 ||
+      (res.status >= 100 && res.status < 200);
+    let body = res.body;
+    if (noBody && body instanceof ReadableStream) {
+      body.cancel().catch(() => {});
+      body = null;
+    }
+    try {
+      if (body === null || noBody) {
+        await writer.write(headers);
+      } else if (body instanceof Uint8Array) {
+        const dataHeader = encodeFrameHeader(FrameType.DATA, body.length);
+        const out = new Uint8Array(headers.length + dataHeader.length + body.length);
+        out.set(headers, 0);
+        out.set(dataHeader, headers.length);
+        out.set(body, headers.length + dataHeader.length);
+        await writer.write(out);
+      } else {
+        await writer.write(headers);
+        await this.#pipeBody(writer, body, signal);
+      }
+      await writer.close();
+    } catch {
+      // The client went away (or the body broke and was reported): nothing to send.
+      writer.abort().catch(() => {});
+    }
+  }
+
+  async #pipeBody(
+    writer: WritableStreamDefaultWriter<Uint8Array>,
+    body: ReadableStream<Uint8Array>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const reader = body.getReader();
+    try {
+      for (;;) {
+        let r: ReadableStreamReadResult<Uint8Array>;
+        try {
+          r = await reader.read();
+        } catch (err) {
+          // The upstream body broke mid-way. A clean FIN would make the response
+          // look complete, so end it with a trailer section holding a
+          // pseudo-header: a malformed response the client must reject
+          // (RFC 9114 §4.1.2, §4.3).
+          log.debug("upstream body failed: {error}", { error: String(err) });
+          const block = this.#qenc.encodeSection([[":status", "502"]]);
+          await writer.write(concat(encodeFrameHeader(FrameType.HEADERS, block.length), block));
+          return;
+        }
+        if (r.done) return;
+        if (signal.aborted) throw signal.reason;
+        const chunk = r.value;
+        if (chunk.length === 0) continue;
+        const header = encodeFrameHeader(FrameType.DATA, chunk.length);
+        await writer.write(concat(header, chunk));
+      }
+    } catch (err) {
+      reader.cancel(err).catch(() => {});
+      throw err;
+    } finally {
+      reader.releaseLock();
+    }
+  }
+}
+
+/** Thrown inside a request body stream when the body exceeds the configured limit. */
+export class RequestBodyTooLarge extends Error {
+  constructor() {
+    super("request body exceeds the limit");
+    this.name = "RequestBodyTooLarge";
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The HTTP/3 server: accepts QUIC connections from a transport and serves each
+ * with an {@link H3Connection}; graceful shutdown with GOAWAY and a drain bound.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { H3Code } from "../h3/mod.ts";
+import type { QuicServerTransport } from "../quic/transport.ts";
+import { type ConnectionOptions, H3Connection } from "./connection.ts";
+
+const log = getLogger(["proxy", "server"]);
+
+/** Options of {@link H3Server}: the per-connection ones plus connection hooks. */
+export interface H3ServerOptions extends ConnectionOptions {
+  onConnectionOpened?(): void;
+  onConnectionClosed?(): void;
+}
+
+/** A snapshot of one connection for the admin API. */
+export interface ConnectionInfo {
+  remote: string;
+  activeStreams: number;
+}
+
+/**
+ * Serves HTTP/3 on a transport until {@link H3Server.shutdown}.
+ *
+ * @example
+ * ```ts
+ * const server = new H3Server(listenQuic({ ... }), { handler, ... });
+ * server.start();
+ * await server.shutdown(10_000);
+ * ```
+ */
+export class H3Server {
+  readonly #transport: QuicServerTransport;
+  readonly #opts: H3ServerOptions;
+  readonly #connections = new Map<H3Connection, Promise<void>>();
+  #acceptLoop?: Promise<void>;
+  #stopping = false;
+
+  constructor(transport: QuicServerTransport, opts: H3ServerOptions) {
+    this.#transport = transport;
+    this.#opts = opts;
+  }
+
+  /** The bound address. */
+  get addr(): { hostname: string; port: number } {
+    return this.#transport.addr;
+  }
+
+  /** Open connections. */
+  connections(): ConnectionInfo[] {
+    return [...this.#connections.keys()].map((c) => ({
+      remote: `${c.remote.hostname}:${c.remote.port}`,
+      activeStreams: c.activeStreams,
+    }));
+  }
+
+  /** Starts accepting connections. */
+  start(): void {
+    this.#acceptLoop ??= this.#accept();
+  }
+
+  async #accept(): Promise<void> {
+    for (;;) {
+      let conn;
+      try {
+        conn = await this.#transport.accept();
+      } catch (err) {
+        if (this.#stopping) return;
+        log.error("accept failed: {error}", { error: String(err) });
+        continue;
+      }
+      if (conn === null) return;
+      const h3 = new H3Connection(conn, this.#opts);
+      log.trace("connection from {host}:{port}, {count} active", {
+        host: conn.remoteAddr.hostname,
+        port: conn.remoteAddr.port,
+        count: this.#connections.size + 1,
+      });
+      this.#opts.onConnectionOpened?.();
+      const served = h3.serve().finally(() => {
+        this.#connections.delete(h3);
+        this.#opts.onConnectionClosed?.();
+      });
+      this.#connections.set(h3, served);
+    }
+  }
+
+  /**
+   * Stops accepting, sends GOAWAY on every connection, waits for in-flight
+   * requests up to `drainMs`, then closes the endpoint.
+   */
+  async shutdown(drainMs: number): Promise<void> {
+    this.#stopping = true;
+    this.#transport.stop();
+    const drained = Promise.allSettled([...this.#connections.keys()].map((c) => c.goaway()));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), drainMs);
+    });
+    const outcome = await Promise.race([drained.then(() => "drained" as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === "timeout") {
+      log.warn("drain timeout after {ms} ms: closing {count} connections", {
+        ms: drainMs,
+        count: this.#connections.size,
+      });
+      for (const c of this.#connections.keys()) c.close(H3Code.NO_ERROR, "shutdown");
+    }
+    this.#transport.close({ closeCode: H3Code.NO_ERROR, reason: "shutdown" });
+    await Promise.allSettled([this.#acceptLoop, ...this.#connections.values()]);
+  }
+}

@@ -1,0 +1,42 @@
+import assert from "node:assert/strict";
+import { downstreamResponseFields, upstreamRequestHeaders } from "./headers.ts";
+
+Deno.test("upstream headers: connection-specific fields dropped, forwarding fields added", () => {
+  const h = upstreamRequestHeaders(
+    [["accept", "*/*"], ["te", "trailers"], ["x-forwarded-for", "10.0.0.1"], ["via", "1.1 cdn"]],
+    { ip: "127.0.0.1", authority: "example.com:9889" },
+  );
+  assert.equal(h.get("te"), null);
+  assert.equal(h.get("host"), "example.com:9889");
+  assert.equal(h.get("x-forwarded-host"), "example.com:9889");
+  assert.equal(h.get("x-forwarded-for"), "10.0.0.1, 127.0.0.1");
+  assert.equal(h.get("x-forwarded-proto"), "https");
+  assert.equal(h.get("forwarded"), 'for=127.0.0.1;proto=https;host="example.com:9889"');
+  assert.equal(h.get("via"), "1.1 cdn, 3 spooky");
+});
+
+Deno.test("upstream headers: IPv6 client in forwarded is quoted and bracketed (RFC 7239 §6)", () => {
+  const h = upstreamRequestHeaders([], { ip: "::1", authority: "localhost" });
+  assert.equal(h.get("forwarded"), 'for="[::1]";proto=https;host=localhost');
+});
+
+Deno.test("upstream headers: split cookie fields are joined with '; ' (RFC 9114 §4.2.1)", () => {
+  const h = upstreamRequestHeaders([["cookie", "a=1"], ["cookie", "b=2"]], {
+    ip: "1.2.3.4",
+    authority: undefined,
+  });
+  assert.equal(h.get("cookie"), "a=1; b=2");
+});
+
+Deno.test("downstream fields: hop-by-hop dropped, via appended, decoded codings unlabelled", () => {
+  const plain = downstreamResponseFields(
+    new Headers({ "content-length": "5", connection: "close", "x-a": "1" }),
+  );
+  assert.deepEqual(plain, [["content-length", "5"], ["x-a", "1"], ["via", "2 spooky"]]);
+  const gz = downstreamResponseFields(
+    new Headers({ "content-encoding": "gzip", "content-length": "35" }),
+  );
+  assert.deepEqual(gz, [["via", "2 spooky"]]);
+  const zstd = downstreamResponseFields(new Headers({ "content-encoding": "zstd" }));
+  assert.deepEqual(zstd, [["content-encoding", "zstd"], ["via", "2 spooky"]]);
+});

@@ -1,0 +1,497 @@
+/**
+ * The proxy's configuration schema: one zod schema that turns the parsed YAML
+ * value into a {@link Config} with every default applied, plus the types of its
+ * parts and a few small address helpers shared by the proxy's packages.
+ *
+ * The schema checks shape, types, defaults and every rule that needs only the
+ * value itself. Checks that touch the file system (certificate and key files)
+ * live in `proxy/config/`, which also maps problems to YAML lines.
+ *
+ * Keys stay in snake_case, exactly as they are written in the YAML file.
+ *
+ * @example
+ * ```ts
+ * import { ConfigSchema } from "./config_schema.ts";
+ * const result = ConfigSchema.safeParse(yamlValue);
+ * if (result.success) console.log(result.data.listen.port);
+ * ```
+ * @module
+ */
+import { z } from "zod";
+
+// ---------------------------------------------------------------------------
+// Address helpers
+// ---------------------------------------------------------------------------
+
+const IPV4_PART = /^(0|[1-9][0-9]{0,2})$/;
+const HOST_LABEL = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
+const NUMERIC_LABEL = /^[0-9]+$/;
+const IPV6_CHARS = /^[0-9A-Fa-f:.]+$/;
+const PORT_DIGITS = /^[0-9]{1,5}$/;
+/** RFC 9110 §5.6.2 `tchar`. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * True when `s` is an IPv4 address in dotted-quad form (`127.0.0.1`).
+ * Leading zeros are rejected because some resolvers read them as octal.
+ */
+export function isIPv4(s: string): boolean {
+  const parts = s.split(".");
+  return parts.length === 4 &&
+    parts.every((p) => IPV4_PART.test(p) && Number(p) <= 255);
+}
+
+/** True when `s` is an IPv6 literal without brackets (`::1`, `2001:db8::5`). */
+export function isIPv6(s: string): boolean {
+  if (!s.includes(":") || !IPV6_CHARS.test(s)) return false;
+  try {
+    new URL(`http://[${s}]/`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when `s` is a DNS host name such as `localhost` or `api.example.com`.
+ * Underscores are tolerated (container and service names use them); a name
+ * made only of numeric labels must be a valid IPv4 address instead.
+ */
+export function isHostname(s: string): boolean {
+  if (s.length === 0 || s.length > 253) return false;
+  const labels = s.split(".");
+  if (!labels.every((l) => HOST_LABEL.test(l))) return false;
+  return !labels.every((l) => NUMERIC_LABEL.test(l));
+}
+
+/** True when `s` is an IPv4 address, an unbracketed IPv6 literal or a host name. */
+export function isBindAddress(s: string): boolean {
+  return isIPv4(s) || isIPv6(s) || isHostname(s);
+}
+
+function parsePort(s: string): number | null {
+  if (!PORT_DIGITS.test(s)) return null;
+  const port = Number(s);
+  return port >= 1 && port <= 65535 ? port : null;
+}
+
+/**
+ * Splits a `host:port` address. IPv6 literals must be in brackets
+ * (`[::1]:8080`); the returned `host` has the brackets removed (`::1`), so put
+ * them back when building a URL. Returns `null` unless the host is a valid IPv4
+ * address, IPv6 literal or host name and the port is an integer 1–65535.
+ *
+ * @example
+ * ```ts
+ * parseHostPort("127.0.0.1:8081"); // { host: "127.0.0.1", port: 8081 }
+ * parseHostPort("[::1]:8080");     // { host: "::1", port: 8080 }
+ * parseHostPort("::1:8080");       // null (IPv6 needs brackets)
+ * ```
+ */
+export function parseHostPort(address: string): { host: string; port: number } | null {
+  let host: string;
+  let portText: string;
+  if (address.startsWith("[")) {
+    const close = address.indexOf("]");
+    if (close < 0 || address[close + 1] !== ":") return null;
+    host = address.slice(1, close);
+    portText = address.slice(close + 2);
+    if (!isIPv6(host)) return null;
+  } else {
+    const colon = address.lastIndexOf(":");
+    if (colon <= 0) return null;
+    host = address.slice(0, colon);
+    portText = address.slice(colon + 1);
+    if (!isIPv4(host) && !isHostname(host)) return null;
+  }
+  const port = parsePort(portText);
+  return port === null ? null : { host, port };
+}
+
+/**
+ * True when `s` is a valid `route.host` pattern: a host name, an IPv4
+ * address, a bracketed IPv6 literal or a `*.example.com` wildcard, optionally
+ * followed by `:port`.
+ */
+export function isRouteHost(s: string): boolean {
+  let host = s;
+  if (s.startsWith("[")) {
+    const close = s.indexOf("]");
+    if (close < 0) return false;
+    const rest = s.slice(close + 1);
+    if (rest !== "" && (rest[0] !== ":" || parsePort(rest.slice(1)) === null)) return false;
+    return isIPv6(s.slice(1, close));
+  }
+  const colon = s.lastIndexOf(":");
+  if (colon >= 0) {
+    if (parsePort(s.slice(colon + 1)) === null) return false;
+    host = s.slice(0, colon);
+  }
+  if (host.startsWith("*.")) return isHostname(host.slice(2));
+  return isIPv4(host) || isHostname(host);
+}
+
+/** True when `path` has no whitespace, control characters, `?` or `#`. */
+function isPlainPath(path: string): boolean {
+  for (const ch of path) {
+    const code = ch.codePointAt(0)!;
+    if (code <= 0x20 || code === 0x7f || ch === "?" || ch === "#" || /\s/.test(ch)) return false;
+  }
+  return true;
+}
+
+/** True when `s` is an HTTP token (RFC 9110 §5.6.2), as used for methods and field names. */
+export function isToken(s: string): boolean {
+  return TOKEN.test(s);
+}
+
+// ---------------------------------------------------------------------------
+// Load-balancing keys and log levels
+// ---------------------------------------------------------------------------
+
+/** The load-balancing algorithms. */
+export const LOAD_BALANCING_TYPES = ["random", "round-robin", "consistent-hash"] as const;
+
+/** Key used by `consistent-hash` when the configuration gives none. */
+export const DEFAULT_HASH_KEY = "path";
+
+/** Where a `consistent-hash` key comes from, as parsed by {@link parseHashKey}. */
+export type HashKey =
+  | { source: "header"; name: string }
+  | { source: "cookie"; name: string }
+  | { source: "query"; name: string }
+  | { source: "path" };
+
+/**
+ * Parses a `load_balancing.key`: `header:<name>`, `cookie:<name>`,
+ * `query:<name>` or `path`. Header names are returned lowercased (HTTP/3
+ * field names are lowercase). Returns `null` for anything else.
+ *
+ * @example
+ * ```ts
+ * parseHashKey("header:X-User-Id"); // { source: "header", name: "x-user-id" }
+ * parseHashKey("path");             // { source: "path" }
+ * ```
+ */
+export function parseHashKey(key: string): HashKey | null {
+  if (key === "path") return { source: "path" };
+  const colon = key.indexOf(":");
+  if (colon < 0) return null;
+  const source = key.slice(0, colon);
+  const name = key.slice(colon + 1);
+  if (!isToken(name)) return null;
+  if (source === "header") return { source, name: name.toLowerCase() };
+  if (source === "cookie" || source === "query") return { source, name };
+  return null;
+}
+
+/** The standard log levels that every accepted level name maps to. */
+export type StandardLogLevel = "trace" | "debug" | "info" | "warning" | "error" | "off";
+
+/**
+ * Every accepted `log.level` name (lowercase; matching is case-insensitive)
+ * and the standard level it means. `spooky` is one more alias of `info`.
+ */
+export const LOG_LEVEL_ALIASES: Readonly<Record<string, StandardLogLevel>> = Object.freeze({
+  whisper: "trace",
+  haunt: "debug",
+  ghost: "info",
+  spooky: "info",
+  scream: "warning",
+  poltergeist: "error",
+  silence: "off",
+  trace: "trace",
+  debug: "debug",
+  info: "info",
+  warn: "warning",
+  warning: "warning",
+  error: "error",
+  off: "off",
+});
+
+/**
+ * Maps a `log.level` value (any accepted name, any case) to its standard
+ * level, or `null` when the name is unknown.
+ *
+ * @example
+ * ```ts
+ * toStandardLogLevel("Haunt"); // "debug"
+ * ```
+ */
+export function toStandardLogLevel(level: string): StandardLogLevel | null {
+  return Object.hasOwn(LOG_LEVEL_ALIASES, level.toLowerCase())
+    ? LOG_LEVEL_ALIASES[level.toLowerCase()]
+    : null;
+}
+
+/** Default of `log.file.path`; `{service}` is replaced by the service name when logging starts. */
+export const DEFAULT_LOG_FILE_PATH = "/var/log/{service}/{service}.log";
+
+/** Message given when `listen.tls.ca` is present. */
+export const TLS_CA_REJECTED =
+  "client certificate authentication is not supported: the QUIC runtime (Deno.QuicEndpoint) " +
+  "cannot verify client certificates, so tls.ca cannot be honoured; remove it " +
+  "(the proxy fails closed instead of accepting clients it cannot authenticate)";
+
+// ---------------------------------------------------------------------------
+// Schema
+// ---------------------------------------------------------------------------
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Integer in [min, max]. A refine (not `.int()`), so sibling and root checks still run. */
+function int(min: number, max: number, message: string) {
+  return z.number().refine((n) => Number.isInteger(n) && n >= min && n <= max, { message });
+}
+
+const PORT_MESSAGE = "must be an integer from 1 to 65535";
+const MAX_INT = Number.MAX_SAFE_INTEGER;
+const positiveInt = (what = "") =>
+  int(1, MAX_INT, `must be a positive integer${what ? ` (${what})` : ""}`);
+const nonNegativeInt = (what = "") =>
+  int(0, MAX_INT, `must be an integer >= 0${what ? ` (${what})` : ""}`);
+const nonEmpty = (message = "must not be empty") => z.string().min(1, { message });
+/**
+ * Makes a custom check run even after other fields of the same object failed,
+ * as long as the value is an object at all.
+ */
+const ALWAYS = { when: (payload: { value: unknown }) => isRecord(payload.value) };
+
+/** `listen.tls`: certificate and key paths. `ca` is always rejected. */
+export const TlsConfigSchema = z.strictObject({
+  cert: nonEmpty(),
+  key: nonEmpty(),
+  ca: z.never({ error: TLS_CA_REJECTED }).optional(),
+});
+
+const LISTEN_PORT_MESSAGE = "must be an integer port from 1 to 65535 (0 picks a free port)";
+
+/** `listen`: the HTTP/3 listener. */
+export const ListenConfigSchema = z.strictObject({
+  protocol: z.literal("http3", {
+    error: 'must be "http3" (the only supported protocol)',
+  }),
+  /** UDP port; 0 picks a free port (printed in `Listening on`), for tests and tools. */
+  port: int(0, 65535, LISTEN_PORT_MESSAGE).default(9889),
+  address: z.string().refine(isBindAddress, {
+    message:
+      "must be a bind address: an IPv4 address (0.0.0.0), an IPv6 literal without brackets (::) or a hostname (localhost)",
+  }).default("0.0.0.0"),
+  tls: TlsConfigSchema,
+  /** Concurrent bidirectional streams a client may open per connection. */
+  max_streams: positiveInt().default(256),
+  /** QUIC idle timeout in milliseconds. */
+  idle_timeout_ms: positiveInt("milliseconds").default(30000),
+});
+
+const LoadBalancingInput = z.strictObject({
+  type: z.enum(LOAD_BALANCING_TYPES, {
+    error: `must be one of ${LOAD_BALANCING_TYPES.join(", ")}`,
+  }),
+  key: z.string().refine((k) => parseHashKey(k) !== null, {
+    message: "must be header:<name>, cookie:<name>, query:<name> or path",
+  }).optional(),
+});
+
+/** A load-balancing choice; `consistent-hash` always carries its `key`. */
+export type LoadBalancingConfig =
+  | { type: "random" }
+  | { type: "round-robin" }
+  | { type: "consistent-hash"; key: string };
+
+/**
+ * `load_balancing` (global or per pool). `key` is allowed only with
+ * `consistent-hash`; when omitted there it defaults to {@link DEFAULT_HASH_KEY}
+ * (`path`). Header names in the key are lowercased.
+ */
+export const LoadBalancingConfigSchema = LoadBalancingInput.superRefine((lb, ctx) => {
+  if (
+    lb.key !== undefined && LOAD_BALANCING_TYPES.includes(lb.type) && lb.type !== "consistent-hash"
+  ) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["key"],
+      message: `is only used with type consistent-hash (type is ${lb.type})`,
+    });
+  }
+}, ALWAYS).transform((lb): LoadBalancingConfig => {
+  if (lb.type !== "consistent-hash") return { type: lb.type };
+  const key = parseHashKey(lb.key ?? DEFAULT_HASH_KEY);
+  return {
+    type: "consistent-hash",
+    key: key && key.source === "header" ? `header:${key.name}` : lb.key ?? DEFAULT_HASH_KEY,
+  };
+});
+
+/** `route`: how requests are matched to a pool. At least one field is required. */
+export const RouteConfigSchema = z.strictObject({
+  host: z.string().refine(isRouteHost, {
+    message: "must be a hostname or a *.example.com wildcard, with an optional :port",
+  }).optional(),
+  path_prefix: z.string()
+    .refine((p) => p.startsWith("/"), { message: 'must start with "/"' })
+    .refine(isPlainPath, {
+      message: "must be a path without whitespace, control characters, ? or #",
+    }).optional(),
+}).superRefine((route, ctx) => {
+  if (route.host === undefined && route.path_prefix === undefined) {
+    ctx.addIssue({ code: "custom", message: "needs at least one of host and path_prefix" });
+  }
+}, ALWAYS);
+
+/** `health_check` of one backend, all fields defaulted. Times are milliseconds. */
+export const HealthCheckConfigSchema = z.strictObject({
+  path: z.string().refine((p) => p.startsWith("/"), { message: 'must start with "/"' })
+    .default("/health"),
+  interval: positiveInt("milliseconds").default(5000),
+  timeout_ms: positiveInt("milliseconds").default(1000),
+  failure_threshold: positiveInt().default(3),
+  success_threshold: positiveInt().default(2),
+  cooldown_ms: nonNegativeInt("milliseconds").default(5000),
+  method: z.string().refine((m) => isToken(m) && m === m.toUpperCase(), {
+    message: "must be an uppercase HTTP method token such as GET or HEAD",
+  }).default("GET"),
+});
+
+/** One backend of a pool. */
+export const BackendConfigSchema = z.strictObject({
+  id: nonEmpty(),
+  address: z.string().refine((a) => parseHostPort(a) !== null, {
+    message: "must be host:port (IPv6 as [::1]:8080, port 1-65535)",
+  }),
+  weight: nonNegativeInt().default(100),
+  health_check: HealthCheckConfigSchema.optional(),
+});
+
+/**
+ * One pool of `upstream`. `load_balancing` is left `undefined` when not given:
+ * use the global `load_balancing` then.
+ */
+export const UpstreamConfigSchema = z.strictObject({
+  route: RouteConfigSchema,
+  load_balancing: LoadBalancingConfigSchema.optional(),
+  backends: z.array(BackendConfigSchema).min(1, { message: "needs at least one backend" }),
+  /** Timeout of one request to a backend of this pool, in milliseconds. */
+  request_timeout_ms: positiveInt("milliseconds").default(30000),
+});
+
+/** `log`: level and optional file output. */
+export const LogConfigSchema = z.strictObject({
+  level: z.string().refine((l) => toStandardLogLevel(l) !== null, {
+    message: `must be one of ${Object.keys(LOG_LEVEL_ALIASES).join(", ")} (any case)`,
+  }).transform((l) => l.toLowerCase()).default("info"),
+  file: z.strictObject({
+    enabled: z.boolean().default(false),
+    path: nonEmpty().default(DEFAULT_LOG_FILE_PATH),
+  }).prefault({}),
+});
+
+/** `limits`: request and shutdown limits (optional addition to version 1). */
+export const LimitsConfigSchema = z.strictObject({
+  /** Largest accepted header section (RFC 9114 SETTINGS_MAX_FIELD_SECTION_SIZE), in bytes. */
+  max_header_list_size: positiveInt("bytes").default(65536),
+  /** Largest accepted request body, in bytes. */
+  max_request_body_bytes: nonNegativeInt("bytes").default(2147483648),
+  /** How long a shutdown waits for open requests, in milliseconds. */
+  drain_timeout_ms: nonNegativeInt("milliseconds").default(10000),
+});
+
+/** `admin`: the planned admin listener (schema only for now). */
+export const AdminConfigSchema = z.strictObject({
+  address: z.string().refine(isBindAddress, {
+    message: "must be an IPv4 address, an IPv6 literal without brackets or a hostname",
+  }).default("127.0.0.1"),
+  port: int(1, 65535, PORT_MESSAGE),
+  token: nonEmpty().optional(),
+});
+
+/** Where a backend id was first seen, for the duplicate check. */
+interface SeenBackend {
+  pool: string;
+  index: number;
+}
+
+/**
+ * The whole configuration file. Cross-pool rules (backend ids unique across
+ * all pools, no two pools with the same route) run even when other parts of
+ * the file are invalid, so that every problem is reported at once.
+ */
+export const ConfigSchema = z.strictObject({
+  version: z.literal(1, { error: "must be 1 (the only supported configuration version)" }),
+  listen: ListenConfigSchema,
+  upstream: z.record(z.string(), UpstreamConfigSchema).refine((u) => Object.keys(u).length > 0, {
+    message: "needs at least one pool",
+  }),
+  load_balancing: LoadBalancingConfigSchema.prefault({ type: "round-robin" }),
+  log: LogConfigSchema.prefault({}),
+  limits: LimitsConfigSchema.prefault({}),
+  admin: AdminConfigSchema.optional(),
+}).superRefine((config, ctx) => {
+  // The value may be partly invalid here: check shapes before use.
+  const upstream: unknown = config.upstream;
+  if (!isRecord(upstream)) return;
+  const ids = new Map<string, SeenBackend>();
+  const routes = new Map<string, string>();
+  for (const [pool, value] of Object.entries(upstream)) {
+    if (!isRecord(value)) continue;
+    const route = value.route;
+    if (isRecord(route)) {
+      const host = typeof route.host === "string" ? route.host.toLowerCase() : "";
+      const prefix = typeof route.path_prefix === "string" ? route.path_prefix : "";
+      if (host || prefix) {
+        const signature = `${host}\n${prefix}`;
+        const other = routes.get(signature);
+        if (other !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["upstream", pool, "route"],
+            message: `has the same host and path_prefix as pool "${other}"`,
+          });
+        } else routes.set(signature, pool);
+      }
+    }
+    if (!Array.isArray(value.backends)) continue;
+    value.backends.forEach((backend: unknown, index: number) => {
+      if (!isRecord(backend) || typeof backend.id !== "string" || backend.id === "") return;
+      const first = ids.get(backend.id);
+      if (first === undefined) {
+        ids.set(backend.id, { pool, index });
+        return;
+      }
+      ctx.addIssue({
+        code: "custom",
+        path: ["upstream", pool, "backends", index, "id"],
+        message: `duplicate backend id "${backend.id}" (already used by upstream.${
+          formatPoolName(first.pool)
+        }.backends[${first.index}]); ids must be unique across all pools`,
+      });
+    });
+  }
+}, ALWAYS);
+
+function formatPoolName(name: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
+}
+
+/** The validated configuration: defaults applied, snake_case keys as in the YAML file. */
+export type Config = z.output<typeof ConfigSchema>;
+/** `listen` of {@link Config}. */
+export type ListenConfig = z.output<typeof ListenConfigSchema>;
+/** `listen.tls` of {@link Config} (`ca` is never present). */
+export type TlsConfig = z.output<typeof TlsConfigSchema>;
+/** One pool of `upstream`. */
+export type UpstreamConfig = z.output<typeof UpstreamConfigSchema>;
+/** `route` of a pool. */
+export type RouteConfig = z.output<typeof RouteConfigSchema>;
+/** One backend of a pool. */
+export type BackendConfig = z.output<typeof BackendConfigSchema>;
+/** `health_check` of a backend, defaults applied. */
+export type HealthCheckConfig = z.output<typeof HealthCheckConfigSchema>;
+/** `log` of {@link Config}. */
+export type LogConfig = z.output<typeof LogConfigSchema>;
+/** `limits` of {@link Config}. */
+export type LimitsConfig = z.output<typeof LimitsConfigSchema>;
+/** `admin` of {@link Config}. */
+export type AdminConfig = z.output<typeof AdminConfigSchema>;

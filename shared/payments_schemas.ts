@@ -1,0 +1,431 @@
+/**
+ * Zod wire schemas of the payments API (requests, responses and the error
+ * envelope). The payments routes validate with them, the OpenAPI document is
+ * generated from them and the typed client in `examples/` infers its types
+ * from them.
+ *
+ * Request schemas check the shape and the syntactic bounds of each field
+ * (digits, lengths, ranges). Rules that need arithmetic or a clock (Luhn, ABA
+ * checksum, card expiry) live in `payments/domain/`.
+ *
+ * @module
+ */
+import { z } from "@hono/zod-openapi";
+
+const DIGITS = /^[0-9]+$/;
+
+/** An amount: decimal string or number, 0.00 to 99999.99, at most two decimals. */
+export const AmountInput = z
+  .union([
+    z.string().regex(/^[0-9]{1,5}(\.[0-9]{1,2})?$/),
+    z.number().min(0).max(99999.99).refine((n) => Math.round(n * 100) / 100 === n),
+  ])
+  .openapi({
+    description: "Decimal amount, 0.00 to 99999.99, at most two decimals",
+    example: "10.00",
+  });
+
+/** A boolean flag sent as a boolean or as the strings "true"/"false". */
+export const FlagInput = z.union([z.boolean(), z.enum(["true", "false"])]);
+
+/** Transaction context in requests. */
+export const ContextInput = z
+  .object({
+    mobile: FlagInput.optional(),
+    isEcommerce: FlagInput.optional(),
+    recurring: FlagInput.optional(),
+    tax: z.union([z.string().max(32), z.number()]).optional(),
+  })
+  .openapi("ContextRequest");
+
+/** Billing address as an object. */
+export const Address = z
+  .object({
+    streetAddress: z.string().max(200).optional(),
+    city: z.string().max(100).optional(),
+    region: z.string().max(100).optional(),
+    postalCode: z.string().max(20).optional(),
+    country: z.string().max(60).optional(),
+  })
+  .openapi("Address");
+
+/** A month 1..12 given as integer or digit string. */
+const MonthInput = z.union([
+  z.number().int().min(1).max(12),
+  z.string().regex(/^(0?[1-9]|1[0-2])$/),
+]);
+/** A four-digit year given as integer or digit string. */
+const YearInput = z.union([
+  z.number().int().min(1000).max(9999),
+  z.string().regex(/^[0-9]{4}$/),
+]);
+
+/** Card as sent by a client (create card, charge, token). */
+export const CardInput = z
+  .object({
+    number: z.string().min(12).max(19).regex(DIGITS).openapi({ example: "4111111111111111" }),
+    expMonth: MonthInput.openapi({ example: 12 }),
+    expYear: YearInput.openapi({ example: 2030 }),
+    cvc: z.string().regex(/^[0-9]{3,4}$/).openapi({ example: "123" }),
+    name: z.string().max(100).optional(),
+    default: z.boolean().optional(),
+    commercialCardCode: z.string().max(50).optional(),
+    address: z.union([z.string().max(400), Address]).optional(),
+    isBusiness: z.boolean().optional(),
+    cardType: z.string().max(40).optional(),
+  })
+  .openapi("CardRequest");
+
+/** Bank account kinds accepted. */
+export const AccountType = z.enum([
+  "PERSONAL_CHECKING",
+  "PERSONAL_SAVINGS",
+  "BUSINESS_CHECKING",
+  "BUSINESS_SAVINGS",
+]);
+
+/** Bank account as sent by a client (create, e-check, token). */
+export const BankAccountInput = z
+  .object({
+    name: z.string().min(1).max(100),
+    accountNumber: z.string().min(4).max(17).regex(DIGITS).openapi({ example: "000123456789" }),
+    accountType: AccountType,
+    routingNumber: z.string().length(9).regex(DIGITS).openapi({ example: "011000015" }),
+    phone: z.string().length(10).regex(DIGITS).openapi({ example: "5555550100" }),
+    default: z.boolean().optional(),
+    country: z.string().max(3).optional(),
+    bankCode: z.string().max(40).optional(),
+    inputType: z.enum(["KEYED"]).optional(),
+  })
+  .openapi("BankAccountRequest");
+
+/** Create-charge request: `token` or `card` (one of the two). */
+export const ChargeInput = z
+  .object({
+    amount: AmountInput,
+    currency: z.literal("USD"),
+    token: z.string().min(1).max(200).optional(),
+    card: CardInput.optional(),
+    context: ContextInput.optional(),
+    capture: z.boolean().optional(),
+    description: z.string().max(500).optional(),
+    cardOnFile: z.boolean().optional(),
+  })
+  .openapi("ChargeRequest");
+
+/** Capture or refund request. `amount` defaults to the full remaining amount. */
+export const AdjustInput = z
+  .object({
+    amount: AmountInput.optional(),
+    description: z.string().max(500).optional(),
+    context: ContextInput.optional(),
+  })
+  .openapi("AdjustRequest");
+
+/** Void request (body optional). */
+export const VoidInput = z
+  .object({
+    description: z.string().max(500).optional(),
+    context: ContextInput.optional(),
+  })
+  .openapi("VoidRequest");
+
+/**
+ * Create-e-check request, lower camelCase form. The capitalised form of the
+ * spec (`Amount`, `PaymentMode`, `BankAccount`, ...) is accepted too: the
+ * server lowers the first letter of each key before validating.
+ */
+export const ECheckInput = z
+  .object({
+    amount: AmountInput,
+    paymentMode: z.literal("WEB"),
+    bankAccount: BankAccountInput.optional(),
+    token: z.string().min(1).max(200).optional(),
+    description: z.string().max(500).optional(),
+    checkNumber: z.string().max(20).optional(),
+    context: ContextInput.optional(),
+  })
+  .openapi("ECheckRequest");
+
+/** One-time token request: a card or a bank account. */
+export const TokenInput = z
+  .object({
+    card: CardInput.optional(),
+    bankAccount: BankAccountInput.optional(),
+  })
+  .openapi("TokenRequest");
+
+// ---------------------------------------------------------------- responses
+
+/** Context in responses: flags are booleans. */
+export const ContextOutput = z
+  .object({
+    mobile: z.boolean(),
+    isEcommerce: z.boolean(),
+    recurring: z.boolean(),
+    tax: z.string().optional(),
+    deviceInfo: z.record(z.string(), z.unknown()).optional(),
+  })
+  .openapi("Context");
+
+/** Card as returned on create (subset). */
+export const CardCreated = z
+  .object({
+    id: z.string(),
+    created: z.string(),
+    updated: z.string(),
+    name: z.string(),
+    number: z.string().openapi({ example: "xxxxxxxxxxxx1111" }),
+    expMonth: z.string(),
+    expYear: z.string(),
+    default: z.boolean(),
+    isBusiness: z.boolean(),
+    address: Address,
+  })
+  .openapi("CardCreated");
+
+/** Card as returned on read and list. */
+export const Card = CardCreated.extend({
+  cardType: z.string(),
+  cvcVerification: z.object({ date: z.string(), result: z.string() }),
+  entityId: z.string(),
+  entityType: z.string(),
+  entityVersion: z.string(),
+  isLevel3Eligible: z.boolean(),
+  numberSHA512: z.string(),
+  status: z.string(),
+  zeroDollarVerification: z.object({ status: z.string() }),
+}).openapi("Card");
+
+/** Card list. */
+export const CardList = z.array(Card).openapi("CardList");
+
+/** Card delete result. */
+export const CardDeleted = z
+  .object({ status: z.string(), message: z.string(), code: z.string() })
+  .openapi("CardDeleted");
+
+/** Bank account as returned. `accountNumberSHA512` only on create. */
+export const BankAccount = z
+  .object({
+    id: z.string(),
+    accountNumber: z.string(),
+    accountNumberSHA512: z.string().optional(),
+    accountType: z.string(),
+    bankCode: z.string(),
+    bankName: z.string(),
+    country: z.string(),
+    created: z.string(),
+    updated: z.string(),
+    default: z.boolean(),
+    entityId: z.string(),
+    entityType: z.string(),
+    entityVersion: z.string(),
+    inputType: z.string(),
+    name: z.string(),
+    phone: z.string(),
+    routingNumber: z.string(),
+    verificationStatus: z.string(),
+  })
+  .openapi("BankAccount");
+
+/** Bank account list. */
+export const BankAccountList = z.array(BankAccount).openapi("BankAccountList");
+
+/** Bank account delete result. */
+export const BankAccountDeleted = z
+  .object({ status: z.string(), message: z.string() })
+  .openapi("BankAccountDeleted");
+
+/** Card summary inside a charge. */
+export const ChargeCard = z
+  .object({
+    cardType: z.string(),
+    cvc: z.string(),
+    expMonth: z.string(),
+    expYear: z.string(),
+    name: z.string(),
+    number: z.string(),
+    address: Address,
+  })
+  .openapi("ChargeCard");
+
+/** Capture detail of a captured charge. */
+export const CaptureDetail = z
+  .object({
+    amount: z.string(),
+    context: ContextOutput,
+    created: z.string(),
+    description: z.string(),
+  })
+  .openapi("CaptureDetail");
+
+/** Charge statuses this sandbox produces. */
+export const ChargeStatus = z.enum([
+  "AUTHORIZED",
+  "CAPTURED",
+  "REFUNDED",
+  "CANCELLED",
+  "DECLINED",
+]);
+
+/** Charge as returned. */
+export const Charge = z
+  .object({
+    id: z.string(),
+    amount: z.string(),
+    currency: z.string(),
+    description: z.string(),
+    created: z.string(),
+    status: ChargeStatus,
+    capture: z.boolean(),
+    authCode: z.string(),
+    avsStreet: z.string(),
+    avsZip: z.string(),
+    cardSecurityCodeMatch: z.string(),
+    card: ChargeCard,
+    context: ContextOutput,
+    captureDetail: CaptureDetail.optional(),
+  })
+  .openapi("Charge");
+
+/** Refund record. */
+export const Refund = z
+  .object({
+    id: z.string(),
+    amount: z.string(),
+    context: ContextOutput,
+    created: z.string(),
+    description: z.string(),
+    status: z.literal("ISSUED"),
+    type: z.literal("REFUND"),
+  })
+  .openapi("Refund");
+
+/** Void record. */
+export const Void = z
+  .object({
+    id: z.string(),
+    amount: z.string(),
+    context: ContextOutput,
+    created: z.string(),
+    status: z.literal("ISSUED"),
+    type: z.literal("VOID"),
+  })
+  .openapi("Void");
+
+/** E-check as returned. */
+export const ECheck = z
+  .object({
+    id: z.string(),
+    amount: z.string(),
+    authCode: z.string(),
+    bankAccount: z.object({
+      accountNumber: z.string(),
+      accountType: z.string(),
+      inputType: z.string(),
+      name: z.string(),
+      phone: z.string(),
+      routingNumber: z.string(),
+    }),
+    checkNumber: z.string(),
+    context: ContextOutput,
+    created: z.string(),
+    description: z.string(),
+    paymentMode: z.string(),
+    status: z.string(),
+  })
+  .openapi("ECheck");
+
+/** One-time token as returned. */
+export const Token = z
+  .object({
+    id: z.string(),
+    type: z.enum(["card", "bank_account"]),
+    created: z.string(),
+    expires: z.string(),
+    card: z
+      .object({
+        number: z.string(),
+        expMonth: z.string(),
+        expYear: z.string(),
+        cardType: z.string(),
+        name: z.string(),
+      })
+      .optional(),
+    bankAccount: z
+      .object({
+        accountNumber: z.string(),
+        accountType: z.string(),
+        name: z.string(),
+        routingNumber: z.string(),
+      })
+      .optional(),
+  })
+  .openapi("Token");
+
+/** One error in the envelope. */
+export const ErrorItem = z
+  .object({
+    code: z.string().openapi({ example: "PMT-4000" }),
+    type: z.string().openapi({ example: "invalid_request" }),
+    message: z.string().openapi({ example: "expMonth is invalid." }),
+    detail: z.string().openapi({ example: "card.expMonth" }),
+    infoLink: z.string(),
+  })
+  .openapi("ErrorItem");
+
+/** The error envelope every failure uses. */
+export const ErrorEnvelope = z.object({ errors: z.array(ErrorItem) }).openapi("Errors");
+
+/** Health response. */
+export const Health = z
+  .object({ status: z.literal("ok"), timestamp: z.string() })
+  .openapi("Health");
+
+/** Inferred wire types. */
+export type CardInput = z.infer<typeof CardInput>;
+/** Bank account request type. */
+export type BankAccountInput = z.infer<typeof BankAccountInput>;
+/** Charge request type. */
+export type ChargeInput = z.infer<typeof ChargeInput>;
+/** Capture/refund request type. */
+export type AdjustInput = z.infer<typeof AdjustInput>;
+/** Void request type. */
+export type VoidInput = z.infer<typeof VoidInput>;
+/** E-check request type. */
+export type ECheckInput = z.infer<typeof ECheckInput>;
+/** Token request type. */
+export type TokenInput = z.infer<typeof TokenInput>;
+/** Context request type. */
+export type ContextInput = z.infer<typeof ContextInput>;
+/** Address type. */
+export type Address = z.infer<typeof Address>;
+/** Card response type. */
+export type Card = z.infer<typeof Card>;
+/** Card create response type. */
+export type CardCreated = z.infer<typeof CardCreated>;
+/** Card delete response type. */
+export type CardDeleted = z.infer<typeof CardDeleted>;
+/** Bank account response type. */
+export type BankAccount = z.infer<typeof BankAccount>;
+/** Bank account delete response type. */
+export type BankAccountDeleted = z.infer<typeof BankAccountDeleted>;
+/** Charge response type. */
+export type Charge = z.infer<typeof Charge>;
+/** Charge status type. */
+export type ChargeStatus = z.infer<typeof ChargeStatus>;
+/** Context response type. */
+export type ContextOutput = z.infer<typeof ContextOutput>;
+/** Refund response type. */
+export type Refund = z.infer<typeof Refund>;
+/** Void response type. */
+export type Void = z.infer<typeof Void>;
+/** E-check response type. */
+export type ECheck = z.infer<typeof ECheck>;
+/** Token response type. */
+export type Token = z.infer<typeof Token>;
+/** Error envelope type. */
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+/** Error item type. */
+export type ErrorItem = z.infer<typeof ErrorItem>;

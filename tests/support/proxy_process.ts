@@ -1,0 +1,151 @@
+/**
+ * Starts the real proxy (`deno run -A proxy/main.ts -c <file>`) as a child
+ * process for end-to-end tests, with dev certificates from the project's own
+ * generator.
+ *
+ * @module
+ */
+
+import { ensureDevCerts } from "../../shared/certs/generate.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const MAIN = `${ROOT}proxy/main.ts`;
+
+let certsDir: Promise<{ certPath: string; keyPath: string; caPath: string; spkiPin: string }> | undefined;
+
+/** Dev certificates shared by the tests of one process. */
+export function testCerts(): Promise<{ certPath: string; keyPath: string; caPath: string; spkiPin: string }> {
+  certsDir ??= (async () => {
+    const dir = await Deno.makeTempDir({ prefix: "spooky-certs-" });
+    return await ensureDevCerts(dir);
+  })();
+  return certsDir;
+}
+
+/** A running proxy process. */
+export interface ProxyProcess {
+  port: number;
+  /** Lines printed so far on stdout and stderr. */
+  stdout: string[];
+  stderr: string[];
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+  /** Resolves with the exit code. */
+  exited: Promise<number>;
+}
+
+/** Result of running the proxy to completion (for CLI tests). */
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `proxy/main.ts` with arguments and waits for it to exit. */
+export async function runCli(args: string[], env?: Record<string, string>): Promise<CliResult> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+    env: { NO_COLOR: "1", ...env },
+    signal: AbortSignal.timeout(30_000),
+  }).output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+/** Writes `yaml` to a temp file; `{{cert}}`/`{{key}}` are replaced by dev certificate paths. */
+export async function writeConfig(yaml: string): Promise<string> {
+  const certs = await testCerts();
+  const dir = await Deno.makeTempDir({ prefix: "spooky-cfg-" });
+  const path = `${dir}/config.yaml`;
+  await Deno.writeTextFile(
+    path,
+    yaml.replaceAll("{{cert}}", certs.certPath).replaceAll("{{key}}", certs.keyPath),
+  );
+  return path;
+}
+
+async function collectLines(
+  stream: ReadableStream<Uint8Array>,
+  into: string[],
+  onLine?: (line: string) => void,
+): Promise<void> {
+  let buf = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf("\n")) !== -1) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      into.push(line);
+      onLine?.(line);
+    }
+  }
+  if (buf) into.push(buf);
+}
+
+/**
+ * Starts the proxy with a YAML config (see {@link writeConfig}) and waits for
+ * `Listening on <address>:<port>`.
+ */
+export async function startProxy(
+  yaml: string,
+  env: Record<string, string> = {},
+): Promise<ProxyProcess> {
+  const path = await writeConfig(yaml);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "-c", path],
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+    env: { NO_COLOR: "1", ...env },
+  }).spawn();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const listening = Promise.withResolvers<number>();
+  const outDone = collectLines(child.stdout, stdout, (line) => {
+    const m = /^Listening on .*:(\d+)$/.exec(line);
+    if (m) listening.resolve(Number(m[1]));
+  });
+  const errDone = collectLines(child.stderr, stderr);
+  const exited = child.status.then(async (s) => {
+    await Promise.allSettled([outDone, errDone]);
+    return s.code;
+  });
+  exited.then((code) =>
+    listening.reject(new Error(`proxy exited (${code}):\n${stdout.join("\n")}\n${stderr.join("\n")}`))
+  );
+  const timer = setTimeout(() => listening.reject(new Error("proxy did not start in 20 s")), 20_000);
+  try {
+    const port = await listening.promise;
+    return {
+      port,
+      stdout,
+      stderr,
+      exited,
+      async stop(signal: Deno.Signal = "SIGTERM") {
+        try {
+          child.kill(signal);
+        } catch {
+          // already gone
+        }
+        return await exited;
+      },
+    };
+  } catch (err) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
