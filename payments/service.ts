@@ -211,7 +211,7 @@ export class PaymentsService {
     const input = validate(TokenInput, asObject(raw));
     if (!input.card && !input.bankAccount) throw PaymentsError.required("card");
     if (input.card && input.bankAccount) {
-      throw PaymentsError.invalid("bankAccount", "send either card or bankAccount, not both");
+      throw PaymentsError.invalid("bankAccount");
     }
     const now = this.#d.now();
     const card = input.card ? await cardSummaryFrom(input.card, now, "card") : undefined;
@@ -253,7 +253,7 @@ export class PaymentsService {
       e.versionstamp === null || e.value.type !== type ||
       e.value.expiresAt <= this.#d.now().getTime()
     ) {
-      throw PaymentsError.invalid("token", "token is unknown, used, expired or of another kind");
+      throw PaymentsError.invalid("token");
     }
     return e;
   }
@@ -268,7 +268,7 @@ export class PaymentsService {
     const input = validate(ChargeInput, asObject(raw));
     if (!input.card && !input.token) throw PaymentsError.required("card");
     if (input.card && input.token) {
-      throw PaymentsError.invalid("token", "send either token or card, not both");
+      throw PaymentsError.invalid("token");
     }
     const amount = amountOf(input.amount, "amount")!;
     const now = this.#d.now();
@@ -295,7 +295,7 @@ export class PaymentsService {
           }
           const prior = await this.#d.store.get(["charge_req", rid]);
           if (prior.versionstamp !== null) {
-            throw PaymentsError.invalid("requestId", "Request-Id was used by an earlier charge");
+            throw PaymentsError.invalid("requestId");
           }
           const declined = triggerOf(card.name) === "decline";
           const iso = now.toISOString();
@@ -471,7 +471,7 @@ export class PaymentsService {
     const input = validate(ECheckInput, lowerFirstKeys(asObject(raw), 3));
     if (!input.bankAccount && !input.token) throw PaymentsError.required("bankAccount");
     if (input.bankAccount && input.token) {
-      throw PaymentsError.invalid("token", "send either token or bankAccount, not both");
+      throw PaymentsError.invalid("token");
     }
     const amount = amountOf(input.amount, "amount")!;
     const fromInput = input.bankAccount

@@ -8,7 +8,12 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "../shared/config_schema.ts";
-import { type Balancer, type BackendRef, type BalanceRequest, createBalancer } from "./balancer/mod.ts";
+import {
+  type BackendRef,
+  type Balancer,
+  type BalanceRequest,
+  createBalancer,
+} from "./balancer/mod.ts";
 import type { ProxyMetrics } from "./metrics/metrics.ts";
 import { Router } from "./router/router.ts";
 import { errorResponse } from "./server/connection.ts";
@@ -18,7 +23,11 @@ import { downstreamResponseFields, upstreamRequestHeaders } from "./upstream/hea
 const log = getLogger(["proxy", "upstream"]);
 
 /** Sends one request to one backend (main.ts wires a pooled h2c client per backend). */
-export type BackendFetch = (backend: BackendRef, url: string, init: RequestInit) => Promise<Response>;
+export type BackendFetch = (
+  backend: BackendRef,
+  url: string,
+  init: RequestInit,
+) => Promise<Response>;
 
 /** Availability of backends: active health checks and passive ejection combined. */
 export interface BackendHealth {
@@ -189,6 +198,10 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
           return errorResponse(503, "backend_timeout", `backend ${backend.id} timed out`);
         }
         if (req.signal.aborted) {
+          log.debug("client went away during the request to {id}: {reason}", {
+            id: backend.id,
+            reason: String(req.signal.reason),
+          });
           metrics.record(backend.id, 499, "error");
           return errorResponse(502, "client_gone", "client went away");
         }

@@ -50,7 +50,7 @@ export function capture(charge: ChargeRecord, adj: Adjustment): ChargeRecord {
   }
   const amount = adj.amount ?? charge.amount;
   if (amount <= 0 || amount > charge.amount) {
-    throw PaymentsError.invalid("amount", "amount must be above 0 and at most the authorized amount");
+    throw PaymentsError.invalid("amount");
   }
   return {
     ...charge,
@@ -74,10 +74,7 @@ export function refund(
   if (charge.status === "AUTHORIZED") {
     const amount = adj.amount ?? charge.amount;
     if (amount !== charge.amount) {
-      throw PaymentsError.invalid(
-        "amount",
-        "an authorization can only be refunded in full; capture it first",
-      );
+      throw PaymentsError.invalid("amount");
     }
     return {
       charge: { ...charge, status: "CANCELLED", refunded: amount, updated: adj.now },
@@ -93,7 +90,7 @@ export function refund(
   }
   const amount = adj.amount ?? remaining;
   if (amount <= 0 || amount > remaining) {
-    throw PaymentsError.invalid("amount", "amount must be above 0 and at most the refundable balance");
+    throw PaymentsError.invalid("amount");
   }
   return {
     charge: { ...charge, status: "REFUNDED", refunded: charge.refunded + amount, updated: adj.now },
@@ -111,5 +108,8 @@ export function voidCharge(
     const amount = charge.status === "CAPTURED" ? capturedAmount(charge) : charge.amount;
     return { charge: { ...charge, status: "CANCELLED", updated: now }, amount };
   }
-  throw PaymentsError.conflict("status", `Charge ${charge.id} is ${charge.status}; it cannot be voided`);
+  throw PaymentsError.conflict(
+    "status",
+    `Charge ${charge.id} is ${charge.status}; it cannot be voided`,
+  );
 }

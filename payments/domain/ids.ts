@@ -43,7 +43,7 @@ export function createIdGenerator(
       random(bytes);
       tail = 0n;
       for (const b of bytes) tail = (tail << 8n) | BigInt(b);
-      tail = (tail % (MAX_TAIL / 2n));
+      tail = tail % (MAX_TAIL / 2n);
     }
     lastMs = ms;
     lastTail = tail;

@@ -51,7 +51,7 @@ export async function cardSummaryFrom(
   const expMonth = Number(card.expMonth);
   const expYear = Number(card.expYear);
   if (cardExpired(expMonth, expYear, now)) {
-    throw PaymentsError.invalid(at("expYear"), `${at("expYear")}: the card has expired`);
+    throw PaymentsError.invalid(at("expYear"));
   }
   const detected = cardBrand(card.number);
   return {

@@ -43,7 +43,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 export function requestIdOf(c: Context): string | undefined {
   const v = c.req.header("request-id");
   if (v === undefined || v === "") return undefined;
-  if (!REQUEST_ID.test(v)) throw PaymentsError.invalid("requestId", "Request-Id header is malformed");
+  if (!REQUEST_ID.test(v)) throw PaymentsError.invalid("requestId");
   return v;
 }
 

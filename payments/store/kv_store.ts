@@ -120,7 +120,7 @@ export class PaymentsStore {
         const prior = await this.kv.get<IdempotencyRecord>(idemKey);
         if (prior.value) {
           if (prior.value.op !== opts.op) {
-            throw PaymentsError.invalid("requestId", "Request-Id was used for another operation");
+            throw PaymentsError.invalid("requestId");
           }
           return { ...prior.value, replayed: true };
         }

@@ -138,3 +138,17 @@ for (const s of SUBJECTS) {
     }
   });
 }
+
+for (const s of SUBJECTS) {
+  Deno.test(`${s.name}: a re-entrant call from isAvailable does not corrupt the outer one`, () => {
+    const list = backends(["a", "b", "c", "d"], [100, 200, 100, 50]);
+    const lb = make(s, list);
+    for (let i = 0; i < 50; i++) {
+      const order = lb.candidates(s.request(i), (id) => {
+        if (id === "b") lb.candidates(s.request(i + 1000), () => true);
+        return id !== "c";
+      }).map((b) => b.id);
+      assert.deepEqual([...order].sort(), ["a", "b", "d"]);
+    }
+  });
+}

@@ -67,6 +67,11 @@ export class ConsistentHashBalancer implements Balancer {
   readonly #owners: Uint32Array;
   readonly #key: HashKeySource;
   readonly #fallback: RoundRobinBalancer;
+  // "Seen" marks reused across calls: backend i was seen in this call when
+  // #seen[i] === #generation. A re-entrant call gets a fresh array.
+  readonly #seen: Uint32Array;
+  #generation = 0;
+  #busy = false;
 
   /**
    * @param backends the pool; drained (weight 0) and duplicate ids are dropped.
@@ -80,6 +85,7 @@ export class ConsistentHashBalancer implements Balancer {
     }
     this.#backends = list;
     this.#fallback = new RoundRobinBalancer(list);
+    this.#seen = new Uint32Array(list.length);
     const perBackend = opts.pointsPerBackend ?? DEFAULT_POINTS_PER_BACKEND;
     if (!(perBackend >= 1) || !Number.isFinite(perBackend)) {
       throw new BalancerConfigError(`pointsPerBackend must be >= 1, got ${perBackend}`);
@@ -151,15 +157,29 @@ export class ConsistentHashBalancer implements Balancer {
     const out: BackendRef[] = [];
     if (n === 0) return out;
     let at = lowerBound(this.#positions, hash32(key));
-    const seen = new Uint8Array(n);
-    let seenCount = 0;
-    for (let k = 0; k < size && seenCount < n; k++, at++) {
-      if (at === size) at = 0;
-      const idx = owners[at];
-      if (seen[idx] === 1) continue;
-      seen[idx] = 1;
-      seenCount++;
-      if (isAvailable(backends[idx].id)) out.push(backends[idx]);
+    const reentrant = this.#busy;
+    const seen = reentrant ? new Uint32Array(n) : this.#seen;
+    let mark = 1;
+    if (!reentrant) {
+      if (this.#generation === 0xffffffff) {
+        seen.fill(0);
+        this.#generation = 0;
+      }
+      mark = ++this.#generation;
+    }
+    this.#busy = true;
+    try {
+      let seenCount = 0;
+      for (let k = 0; k < size && seenCount < n; k++, at++) {
+        if (at === size) at = 0;
+        const idx = owners[at];
+        if (seen[idx] === mark) continue;
+        seen[idx] = mark;
+        seenCount++;
+        if (isAvailable(backends[idx].id)) out.push(backends[idx]);
+      }
+    } finally {
+      this.#busy = reentrant;
     }
     return out;
   }

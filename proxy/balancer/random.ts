@@ -28,11 +28,18 @@ import {
 export class RandomBalancer implements Balancer {
   readonly #backends: BackendRef[];
   readonly #random: () => number;
+  // Scratch space reused across calls (allocating typed arrays costs more than
+  // the sampling itself); a re-entrant call gets fresh arrays.
+  readonly #tree: Float64Array;
+  readonly #taken: Uint8Array;
+  #busy = false;
 
   /** @param backends the pool; drained (weight 0) and duplicate ids are dropped. */
   constructor(backends: readonly BackendRef[], opts: BalancerOptions = {}) {
     this.#backends = usableBackends(backends);
     this.#random = opts.random ?? Math.random;
+    this.#tree = new Float64Array(this.#backends.length + 1);
+    this.#taken = new Uint8Array(this.#backends.length);
   }
 
   /** See {@link Balancer.candidates}. */
@@ -41,8 +48,20 @@ export class RandomBalancer implements Balancer {
     for (const b of this.#backends) if (isAvailable(b.id)) pool.push(b);
     const m = pool.length;
     if (m <= 1) return pool;
+    const reentrant = this.#busy;
+    this.#busy = true;
+    try {
+      return this.#sample(pool, reentrant);
+    } finally {
+      this.#busy = reentrant;
+    }
+  }
+
+  #sample(pool: BackendRef[], reentrant: boolean): BackendRef[] {
+    const m = pool.length;
     // Fenwick tree of the remaining weights: each draw and removal is O(log m).
-    const tree = new Float64Array(m + 1);
+    const tree = reentrant ? new Float64Array(m + 1) : this.#tree.fill(0, 0, m + 1);
+    const taken = reentrant ? new Uint8Array(m) : this.#taken.fill(0, 0, m);
     let total = 0;
     for (let i = 1; i <= m; i++) {
       const w = pool[i - 1].weight;
@@ -53,7 +72,6 @@ export class RandomBalancer implements Balancer {
     }
     let top = 1;
     while (top * 2 <= m) top *= 2;
-    const taken = new Uint8Array(m);
     const out: BackendRef[] = [];
     for (let left = m; left > 1; left--) {
       let r = this.#random() * total;

@@ -33,6 +33,7 @@ export class RoundRobinBalancer implements Balancer {
   readonly #backends: BackendRef[];
   readonly #current: Float64Array;
   readonly #avail: Int32Array;
+  #busy = false;
 
   /** @param backends the pool; drained (weight 0) and duplicate ids are dropped. */
   constructor(backends: readonly BackendRef[]) {
@@ -45,7 +46,23 @@ export class RoundRobinBalancer implements Balancer {
   candidates(_req: BalanceRequest, isAvailable: (id: string) => boolean): BackendRef[] {
     const backends = this.#backends;
     const current = this.#current;
-    const avail = this.#avail;
+    // A re-entrant call (from isAvailable) must not clobber the scratch list.
+    const reentrant = this.#busy;
+    const avail = reentrant ? new Int32Array(backends.length) : this.#avail;
+    this.#busy = true;
+    try {
+      return this.#pick(backends, current, avail, isAvailable);
+    } finally {
+      this.#busy = reentrant;
+    }
+  }
+
+  #pick(
+    backends: BackendRef[],
+    current: Float64Array,
+    avail: Int32Array,
+    isAvailable: (id: string) => boolean,
+  ): BackendRef[] {
     let count = 0;
     let total = 0;
     let best = -1;

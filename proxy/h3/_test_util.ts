@@ -1,8 +1,5 @@
 // Test helpers for proxy/h3 tests (not part of the codec).
-import assert from "node:assert/strict";
 import { h3CodeName, H3Error, type H3ErrorScope, MalformedMessageError } from "./errors.ts";
-
-export { assert };
 
 /** Runs `fn` and asserts it throws an H3Error with `code` and `scope`. */
 export function assertH3Error(fn: () => unknown, code: number, scope: H3ErrorScope): H3Error {
@@ -10,12 +7,10 @@ export function assertH3Error(fn: () => unknown, code: number, scope: H3ErrorSco
     fn();
   } catch (e) {
     if (!(e instanceof H3Error)) throw new Error(`expected H3Error, got ${e}`);
-    assert.equal(
-      h3CodeName(e.code),
-      h3CodeName(code),
-      `wrong code (${e.message})`,
-    );
-    assert.equal(e.scope, scope, `wrong scope (${e.message})`);
+    if (e.code !== code) throw new Error(`expected ${h3CodeName(code)}, got: ${e.message}`);
+    if (e.scope !== scope) {
+      throw new Error(`expected a ${scope} error, got: ${e.scope} ${e.message}`);
+    }
     return e;
   }
   throw new Error(`expected ${h3CodeName(code)} to be thrown`);
@@ -29,8 +24,8 @@ export function assertMalformed(fn: () => unknown, field: string): MalformedMess
     if (!(e instanceof MalformedMessageError)) {
       throw new Error(`expected MalformedMessageError, got ${e}`);
     }
-    assert.equal(e.field, field, `wrong field (${e.message})`);
-    assert.equal(e.scope, "stream");
+    if (e.field !== field) throw new Error(`expected field ${field}, got ${e.field}: ${e.message}`);
+    if (e.scope !== "stream") throw new Error(`expected a stream error: ${e.message}`);
     return e;
   }
   throw new Error(`expected a malformed message on ${field}`);

@@ -16,7 +16,7 @@
  * Limits (connection errors):
  * - a HEADERS, PUSH_PROMISE or SETTINGS frame longer than `maxFrameSize` →
  *   H3_EXCESSIVE_LOAD. The frame is well formed, the peer only asks for more
- *   memory than this endpoint grants (RFC 9114 §10.5), so EXCESSIVE_LOAD
+ *   memory than this endpoint grants (RFC 9114 §8.1, §10.5), so EXCESSIVE_LOAD
  *   rather than FRAME_ERROR. It is raised as soon as the frame header is read,
  *   before any of the payload is buffered.
  * - a CANCEL_PUSH, GOAWAY or MAX_PUSH_ID frame longer than 8 bytes →

@@ -18,7 +18,8 @@ import { validateRequestFields, validateResponseFields, validateTrailerFields } 
 import { decodeSettings, encodeSettings } from "./settings.ts";
 import { ControlStreamParser, decodeStreamType, RequestStreamParser } from "./streams.ts";
 import { encodeVarint } from "./varint.ts";
-import { assert, concat, rng } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { concat, rng } from "./_test_util.ts";
 
 const SEED = 0x9114;
 const ITERATIONS = 12_000;

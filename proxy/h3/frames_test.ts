@@ -14,7 +14,8 @@ import {
 } from "./frames.ts";
 import { SettingId } from "./settings.ts";
 import { encodeVarint, VARINT_MAX } from "./varint.ts";
-import { assert, assertH3Error, concat, hex, splitAt } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { assertH3Error, concat, hex, splitAt } from "./_test_util.ts";
 
 function drain(dec: FrameDecoder): FrameEvent[] {
   const out: FrameEvent[] = [];

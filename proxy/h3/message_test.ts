@@ -5,7 +5,8 @@ import {
   validateResponseFields,
   validateTrailerFields,
 } from "./message.ts";
-import { assert, assertMalformed } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { assertMalformed } from "./_test_util.ts";
 
 type F = Array<[string, string]>;
 const GET: F = [[":method", "GET"], [":scheme", "https"], [":authority", "example.com"], [

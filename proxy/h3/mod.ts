@@ -13,7 +13,5 @@ export * from "./frames.ts";
 export * from "./streams.ts";
 export * from "./message.ts";
 
-// ---------------------------------------------------------------------------
-// QPACK (RFC 9204) — reserved for the QPACK engineer: add the exports of
-// ./qpack/ here, e.g. `export * from "./qpack/mod.ts";`
-// ---------------------------------------------------------------------------
+// QPACK (RFC 9204)
+export * from "./qpack/mod.ts";

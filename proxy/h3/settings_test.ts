@@ -8,7 +8,8 @@ import {
   type Settings,
 } from "./settings.ts";
 import { encodeVarint } from "./varint.ts";
-import { assert, assertH3Error, concat } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { assertH3Error, concat } from "./_test_util.ts";
 
 function pairs(...kv: Array<number | bigint>): Uint8Array {
   return concat(...kv.map((v) => encodeVarint(v)));

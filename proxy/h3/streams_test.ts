@@ -20,7 +20,8 @@ import {
   UniStreamRegistry,
 } from "./streams.ts";
 import { encodeVarint } from "./varint.ts";
-import { assert, assertH3Error, concat, hex, splitAt } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { assertH3Error, concat, hex, splitAt } from "./_test_util.ts";
 
 const SETTINGS = encodeSettingsFrame(new Map([[SettingId.MAX_FIELD_SECTION_SIZE, 8192]]));
 const HEADERS = (b: string) => encodeFrame(FrameType.HEADERS, hex(b));

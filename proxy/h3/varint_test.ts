@@ -8,7 +8,8 @@ import {
   varintLength,
   writeVarint,
 } from "./varint.ts";
-import { assert, hex } from "./_test_util.ts";
+import assert from "node:assert/strict";
+import { hex } from "./_test_util.ts";
 
 Deno.test("RFC 9000 A.1: 8-byte example 0xc2197c5eff14e88c = 151288809941952652", () => {
   const buf = hex("c2197c5eff14e88c");

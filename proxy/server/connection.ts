@@ -73,6 +73,9 @@ const BODILESS_METHODS = new Set(["GET", "HEAD"]);
 
 const ENCODER = new TextEncoder();
 
+/** How long a drained connection waits for the peer to close before closing it (ms). */
+const CLOSE_LINGER_MS = 1000;
+
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   const out = new Uint8Array(a.length + b.length);
   out.set(a, 0);
@@ -172,6 +175,10 @@ export class H3Connection {
     if (this.#closed) return;
     if (this.#goawayId === null) {
       this.#goawayId = this.#maxStreamId + 4;
+      log.trace("sending GOAWAY {id} with {n} requests in flight", {
+        id: this.#goawayId,
+        n: this.#inflight.size,
+      });
       try {
         await this.#control?.write(encodeGoaway(this.#goawayId));
       } catch {
@@ -179,6 +186,15 @@ export class H3Connection {
       }
     }
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+    // Closing at once would discard response bytes still in flight (QUIC drops
+    // unsent stream data on CONNECTION_CLOSE): give the peer a moment to
+    // receive them and close by itself.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#conn.closed.catch(() => {}),
+      new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_LINGER_MS))),
+    ]);
+    clearTimeout(timer);
     this.close(H3Code.NO_ERROR, "shutting down");
   }
 
@@ -310,10 +326,11 @@ export class H3Connection {
     if (kind === "qpack_encoder") {
       return (chunk) => {
         const unblocked = this.#qdec.pushEncoderStream(chunk);
-        for (const { streamId, fields } of unblocked) {
+        for (const { streamId, fields, error } of unblocked) {
           const waiter = this.#blocked.get(streamId);
           this.#blocked.delete(streamId);
-          waiter?.resolve(fields);
+          if (error) waiter?.reject(error);
+          else waiter?.resolve(fields);
         }
         this.#flushDecoderStream();
       };
@@ -372,7 +389,10 @@ export class H3Connection {
     const abort = new AbortController();
     const onConnAbort = () => abort.abort(this.#abort.signal.reason);
     this.#abort.signal.addEventListener("abort", onConnAbort, { once: true });
-    writer.closed.catch(() => abort.abort(new Error("client stopped reading")));
+    writer.closed.catch((err) => {
+      log.trace("stream {id}: send side closed: {error}", { id: streamId, error: String(err) });
+      abort.abort(new Error("client stopped reading"));
+    });
 
     const nextEvent = async (): Promise<RequestEvent> => {
       while (queue.length === 0) {
@@ -445,6 +465,7 @@ export class H3Connection {
         throw err; // connection error
       } else {
         // the client reset the stream or the connection went away
+        log.trace("stream {id}: abandoned: {error}", { id: streamId, error: String(err) });
         this.#abandon(reader, writer);
         return;
       }
@@ -452,6 +473,7 @@ export class H3Connection {
       this.#abort.signal.removeEventListener("abort", onConnAbort);
     }
 
+    log.trace("stream {id}: response {status}", { id: streamId, status: response.status });
     await this.#writeResponse(writer, response, method, abort.signal);
     // Whatever of the request the application did not read is not wanted.
     if (!readDone) {
@@ -469,7 +491,10 @@ export class H3Connection {
     }
   }
 
-  #abandon(reader: ReadableStreamDefaultReader<Uint8Array>, writer: WritableStreamDefaultWriter<Uint8Array>): void {
+  #abandon(
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+    writer: WritableStreamDefaultWriter<Uint8Array>,
+  ): void {
     reader.cancel().catch(() => {});
     writer.close().catch(() => {});
   }
@@ -485,28 +510,28 @@ export class H3Connection {
     const limit = this.#opts.maxRequestBodyBytes;
     let received = 0;
     const pullOnce = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
-        for (;;) {
-          const ev = await nextEvent();
-          if (ev.type === "data") {
-            if (ev.chunk.length === 0) continue;
-            received += ev.chunk.length;
-            if (received > limit) {
-              throw new RequestBodyTooLarge();
-            }
-            tracker.add(ev.chunk.length);
-            controller.enqueue(ev.chunk);
-            return;
+      for (;;) {
+        const ev = await nextEvent();
+        if (ev.type === "data") {
+          if (ev.chunk.length === 0) continue;
+          received += ev.chunk.length;
+          if (received > limit) {
+            throw new RequestBodyTooLarge();
           }
-          if (ev.type === "headers") {
-            // Trailers: decoded to keep QPACK state right, validated, not forwarded
-            // (fetch cannot send trailers).
-            validateTrailerFields(await this.#decodeHeaders(streamId, ev.block));
-            continue;
-          }
-          tracker.finish();
-          controller.close();
+          tracker.add(ev.chunk.length);
+          controller.enqueue(ev.chunk);
           return;
         }
+        if (ev.type === "headers") {
+          // Trailers: decoded to keep QPACK state right, validated, not forwarded
+          // (fetch cannot send trailers).
+          validateTrailerFields(await this.#decodeHeaders(streamId, ev.block));
+          continue;
+        }
+        tracker.finish();
+        controller.close();
+        return;
+      }
     };
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {

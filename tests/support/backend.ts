@@ -47,7 +47,9 @@ export function startBackend(
 
 async function defaultHandler(name: string, req: Request): Promise<Response> {
   const url = new URL(req.url);
-  const p = url.pathname;
+  // Route prefixes are not stripped by the proxy: match on the last known segment.
+  const m = /\/(echo|bytes|status|slow|headers|health)(\/.*)?$/.exec(url.pathname);
+  const p = m ? m[0] : url.pathname;
   if (p === "/echo") {
     const body = new Uint8Array(await req.arrayBuffer());
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body));
@@ -69,7 +71,7 @@ async function defaultHandler(name: string, req: Request): Promise<Response> {
     return Response.json(Object.fromEntries(req.headers), { headers: { "x-backend": name } });
   }
   if (p === "/health") return Response.json({ status: "ok" });
-  return Response.json({ backend: name, method: req.method, path: p + url.search }, {
+  return Response.json({ backend: name, method: req.method, path: url.pathname + url.search }, {
     headers: { "x-backend": name },
   });
 }

@@ -11,10 +11,14 @@ import { ensureDevCerts } from "../../shared/certs/generate.ts";
 const ROOT = new URL("../../", import.meta.url).pathname;
 const MAIN = `${ROOT}proxy/main.ts`;
 
-let certsDir: Promise<{ certPath: string; keyPath: string; caPath: string; spkiPin: string }> | undefined;
+let certsDir:
+  | Promise<{ certPath: string; keyPath: string; caPath: string; spkiPin: string }>
+  | undefined;
 
 /** Dev certificates shared by the tests of one process. */
-export function testCerts(): Promise<{ certPath: string; keyPath: string; caPath: string; spkiPin: string }> {
+export function testCerts(): Promise<
+  { certPath: string; keyPath: string; caPath: string; spkiPin: string }
+> {
   certsDir ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "spooky-certs-" });
     return await ensureDevCerts(dir);
@@ -118,9 +122,14 @@ export async function startProxy(
     return s.code;
   });
   exited.then((code) =>
-    listening.reject(new Error(`proxy exited (${code}):\n${stdout.join("\n")}\n${stderr.join("\n")}`))
+    listening.reject(
+      new Error(`proxy exited (${code}):\n${stdout.join("\n")}\n${stderr.join("\n")}`),
+    )
   );
-  const timer = setTimeout(() => listening.reject(new Error("proxy did not start in 20 s")), 20_000);
+  const timer = setTimeout(
+    () => listening.reject(new Error("proxy did not start in 20 s")),
+    20_000,
+  );
   try {
     const port = await listening.promise;
     return {

@@ -22,7 +22,8 @@ export interface Violation {
 }
 
 const UNSTABLE = /\bDeno\.(QuicEndpoint|connectQuic|openKv|createHttpClient|upgradeWebTransport)\b/;
-const IMPORT = /(?:^|\s)(?:import|export)\b[^"'`]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|^\s*import\s+["']([^"']+)["']/;
+const IMPORT =
+  /(?:^|\s)(?:import|export)\b[^"'`]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|^\s*import\s+["']([^"']+)["']/;
 
 function isTestOrBench(file: string): boolean {
   return /_(test|bench)\.ts$/.test(file) || file.startsWith("tests/");

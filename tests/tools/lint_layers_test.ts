@@ -3,7 +3,10 @@ import { checkFile } from "./lint_layers.ts";
 
 Deno.test("lint:layers: h3 may import itself only", () => {
   assert.equal(checkFile("proxy/h3/frames.ts", 'import { x } from "./varint.ts";').length, 0);
-  assert.equal(checkFile("proxy/h3/qpack/decoder.ts", 'import { x } from "../errors.ts";').length, 0);
+  assert.equal(
+    checkFile("proxy/h3/qpack/decoder.ts", 'import { x } from "../errors.ts";').length,
+    0,
+  );
   const bad = checkFile("proxy/h3/frames.ts", 'import { x } from "../server/conn.ts";');
   assert.equal(bad.length, 1);
   assert.match(bad[0].rule, /imports only itself/);
@@ -28,5 +31,8 @@ Deno.test("lint:layers: payments/domain imports only shared", () => {
     checkFile("payments/domain/money.ts", 'import { z } from "../../shared/x.ts";').length,
     0,
   );
-  assert.equal(checkFile("payments/domain/money.ts", 'import { s } from "../store/kv.ts";').length, 1);
+  assert.equal(
+    checkFile("payments/domain/money.ts", 'import { s } from "../store/kv.ts";').length,
+    1,
+  );
 });

@@ -5,38 +5,74 @@
  * @module
  */
 
-import { writePrefixInt, prefixIntLength } from "./prefix_int.ts";
-import { huffmanEncodedLengthOfString, huffmanEncodeStringInto } from "./huffman.ts";
+import { prefixIntLength, writePrefixInt } from "./prefix_int.ts";
+import { HUFFMAN_TABLE, huffmanEncodeStringInto } from "./huffman.ts";
+
+const HUFFMAN_LENGTHS = HUFFMAN_TABLE.lengths;
+
+function notBytes(s: string): never {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0xff) throw new TypeError(`character U+${c.toString(16)} is not a byte`);
+  }
+  throw new TypeError("not a byte string");
+}
 
 const asciiDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
+const CACHE_SLOTS = 2048;
+const CACHE_MAX_LEN = 128;
+const cache: string[] = new Array(CACHE_SLOTS).fill("");
+
 /**
  * Convert `bytes[start, end)` to a byte string (char code = byte value).
- * Pure-ASCII runs use a cached TextDecoder; others map byte by byte.
+ *
+ * With `cacheable`, strings of up to 128 bytes are looked up in a small
+ * process-wide cache first (hash, then a full comparison), so header names
+ * and common values that repeat across requests cost no allocation. Pass
+ * `cacheable = false` for possibly secret values (cookies, credentials): a
+ * shared cache would make their presence observable through timing.
  */
-export function latin1(bytes: Uint8Array, start: number, end: number): string {
+export function latin1(bytes: Uint8Array, start: number, end: number, cacheable = false): string {
   const len = end - start;
   if (len === 0) return "";
-  if (len <= 24) {
-    let s = "";
-    for (let i = start; i < end; i++) s += String.fromCharCode(bytes[i]);
-    return s;
-  }
-  let ascii = true;
-  for (let i = start; i < end; i++) {
-    if (bytes[i] > 0x7f) {
-      ascii = false;
-      break;
+  let slot = -1;
+  if (cacheable && len <= CACHE_MAX_LEN) {
+    let h = len;
+    for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
+    slot = (h ^ (h >>> 15)) & (CACHE_SLOTS - 1);
+    const hit = cache[slot];
+    if (hit.length === len) {
+      let i = 0;
+      while (i < len && hit.charCodeAt(i) === bytes[start + i]) i++;
+      if (i === len) return hit;
     }
   }
-  if (ascii) return asciiDecoder.decode(bytes.subarray(start, end));
-  let s = "";
-  for (let i = start; i < end; i += 4096) {
-    s += String.fromCharCode.apply(
-      null,
-      bytes.subarray(i, Math.min(end, i + 4096)) as unknown as number[],
-    );
+  let s: string;
+  if (len <= 24) {
+    s = "";
+    for (let i = start; i < end; i++) s += String.fromCharCode(bytes[i]);
+  } else {
+    let ascii = true;
+    for (let i = start; i < end; i++) {
+      if (bytes[i] > 0x7f) {
+        ascii = false;
+        break;
+      }
+    }
+    if (ascii) {
+      s = asciiDecoder.decode(bytes.subarray(start, end));
+    } else {
+      s = "";
+      for (let i = start; i < end; i += 4096) {
+        s += String.fromCharCode.apply(
+          null,
+          bytes.subarray(i, Math.min(end, i + 4096)) as unknown as number[],
+        );
+      }
+    }
   }
+  if (slot >= 0) cache[slot] = s;
   return s;
 }
 
@@ -82,16 +118,24 @@ export class ByteWriter {
    * `prefixBits` prefix, `flags` in the bits above H.
    */
   string(s: string, prefixBits: number, flags: number, huffman: HuffmanChoice): void {
-    for (let i = 0; i < s.length; i++) {
-      if (s.charCodeAt(i) > 0xff) {
-        throw new TypeError(`character U+${s.charCodeAt(i).toString(16)} is not a byte`);
-      }
-    }
     let useHuffman = huffman === true;
     let hlen = 0;
     if (huffman !== false) {
-      hlen = huffmanEncodedLengthOfString(s);
+      // One pass: Huffman length and the byte check.
+      let bits = 0;
+      let or = 0;
+      for (let i = 0; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        or |= c;
+        bits += HUFFMAN_LENGTHS[c & 0xff];
+      }
+      if (or > 0xff) notBytes(s);
+      hlen = (bits + 7) >>> 3;
       if (huffman === "auto") useHuffman = hlen < s.length;
+    } else {
+      let or = 0;
+      for (let i = 0; i < s.length; i++) or |= s.charCodeAt(i);
+      if (or > 0xff) notBytes(s);
     }
     const len = useHuffman ? hlen : s.length;
     this.ensure(prefixIntLength(len, prefixBits) + len);

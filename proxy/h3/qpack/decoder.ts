@@ -81,6 +81,26 @@ function fail(code: number, message: string): never {
   throw new H3Error(code, "connection", message);
 }
 
+/**
+ * Field names whose values must not go through the shared string cache (their
+ * presence in it would be observable through timing), besides field lines
+ * with the N bit set.
+ */
+function isSecret(name: string): boolean {
+  switch (name.length) {
+    case 6:
+      return name === "cookie";
+    case 10:
+      return name === "set-cookie";
+    case 13:
+      return name === "authorization";
+    case 19:
+      return name === "proxy-authorization";
+    default:
+      return false;
+  }
+}
+
 /** Offset after the last string read by {@link readString}. */
 let stringEnd = 0;
 
@@ -96,6 +116,7 @@ function readString(
   prefixBits: number,
   code: number,
   limit: number,
+  cacheable: boolean,
 ): string | null {
   if (pos >= end) return null;
   const huffman = (bytes[pos] & (1 << prefixBits)) !== 0;
@@ -108,7 +129,7 @@ function readString(
   }
   if (end - start < len) return null;
   stringEnd = start + len;
-  if (!huffman) return latin1(bytes, start, start + len);
+  if (!huffman) return latin1(bytes, start, start + len, cacheable);
   let n: number;
   try {
     n = huffmanDecodeToScratch(bytes, start, start + len);
@@ -116,7 +137,7 @@ function readString(
     fail(code, (e as Error).message);
   }
   if (n > limit) fail(code, `string literal of ${n} bytes exceeds limit ${limit}`);
-  return latin1(huffmanScratch(), 0, n);
+  return latin1(huffmanScratch(), 0, n, cacheable);
 }
 
 /**
@@ -240,6 +261,7 @@ export class QpackDecoder {
           7,
           ENCODER_STREAM,
           table.capacity - name.length - ENTRY_OVERHEAD,
+          false,
         );
         if (value === null) break;
         pos = stringEnd;
@@ -247,9 +269,9 @@ export class QpackDecoder {
       } else if ((b & 0x40) !== 0) {
         // Insert with Literal Name (§4.3.3)
         const room = table.capacity - ENTRY_OVERHEAD;
-        const name = readString(buf, pos, end, 5, ENCODER_STREAM, room);
+        const name = readString(buf, pos, end, 5, ENCODER_STREAM, room, true);
         if (name === null) break;
-        const value = readString(buf, stringEnd, end, 7, ENCODER_STREAM, room - name.length);
+        const value = readString(buf, stringEnd, end, 7, ENCODER_STREAM, room - name.length, false);
         if (value === null) break;
         pos = stringEnd;
         table.insert(name, value);
@@ -279,7 +301,10 @@ export class QpackDecoder {
       while (queue.length > 0 && queue[0].ric <= insertCount) {
         const s = queue.shift()!;
         try {
-          results.push({ streamId, fields: this.#decodeLines(streamId, s.block, s.ric, s.base, s.pos) });
+          results.push({
+            streamId,
+            fields: this.#decodeLines(streamId, s.block, s.ric, s.base, s.pos),
+          });
         } catch (e) {
           if (e instanceof H3Error && e.scope === "stream") {
             results.push({ streamId, fields: [], error: e });
@@ -383,15 +408,31 @@ export class QpackDecoder {
           }
           name = table.nameAt(abs);
         }
-        value = readString(block, prefixIntEnd, end, 7, DECOMPRESSION, Infinity);
+        value = readString(
+          block,
+          prefixIntEnd,
+          end,
+          7,
+          DECOMPRESSION,
+          Infinity,
+          (b & 0x20) === 0 && !isSecret(name),
+        );
         if (value === null) fail(DECOMPRESSION, "truncated field line");
         pos = stringEnd;
       } else if ((b & 0x20) !== 0) {
         // Literal Field Line with Literal Name (§4.5.6)
-        const n = readString(block, pos, end, 3, DECOMPRESSION, Infinity);
+        const n = readString(block, pos, end, 3, DECOMPRESSION, Infinity, true);
         if (n === null) fail(DECOMPRESSION, "truncated field line");
         name = n;
-        value = readString(block, stringEnd, end, 7, DECOMPRESSION, Infinity);
+        value = readString(
+          block,
+          stringEnd,
+          end,
+          7,
+          DECOMPRESSION,
+          Infinity,
+          (b & 0x10) === 0 && !isSecret(name),
+        );
         if (value === null) fail(DECOMPRESSION, "truncated field line");
         pos = stringEnd;
       } else if ((b & 0x10) !== 0) {
@@ -414,7 +455,15 @@ export class QpackDecoder {
           fail(DECOMPRESSION, `invalid post-base name reference ${index}`);
         }
         name = table.nameAt(abs);
-        value = readString(block, prefixIntEnd, end, 7, DECOMPRESSION, Infinity);
+        value = readString(
+          block,
+          prefixIntEnd,
+          end,
+          7,
+          DECOMPRESSION,
+          Infinity,
+          (b & 0x08) === 0 && !isSecret(name),
+        );
         if (value === null) fail(DECOMPRESSION, "truncated field line");
         pos = stringEnd;
       }

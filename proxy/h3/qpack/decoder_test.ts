@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { H3Code, H3Error } from "../errors.ts";
-import { BLOCKED, decodeRequiredInsertCount, FieldSectionTooLargeError, QpackDecoder } from "./decoder.ts";
+import {
+  BLOCKED,
+  decodeRequiredInsertCount,
+  FieldSectionTooLargeError,
+  QpackDecoder,
+} from "./decoder.ts";
 import {
   concatBytes,
   encodeDuplicate,
@@ -34,7 +40,9 @@ Deno.test("RFC 9204 B.1-B.5: the Appendix B exchange decodes byte for byte", () 
   assert.equal(dec.takeDecoderStreamBytes(), null, "RIC 0 sections are not acknowledged");
 
   // B.2: Dynamic Table.
-  const enc2 = hex("3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468");
+  const enc2 = hex(
+    "3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468",
+  );
   assert.deepEqual(dec.pushEncoderStream(enc2), []);
   assert.equal(dec.table.capacity, 220);
   assert.equal(dec.table.size, 106);
@@ -79,7 +87,9 @@ Deno.test("RFC 9204 B.1-B.5: the Appendix B exchange decodes byte for byte", () 
 
 Deno.test("RFC 9204 B.4: blocked section resumes when the Duplicate arrives", () => {
   const dec = new QpackDecoder({ maxTableCapacity: 220, maxBlockedStreams: 1 });
-  dec.pushEncoderStream(hex("3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468"));
+  dec.pushEncoderStream(
+    hex("3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468"),
+  );
   dec.pushEncoderStream(hex("4a63 7573 746f 6d2d 6b65 790c 6375 7374 6f6d 2d76 616c 7565"));
   assert.equal(toHex(dec.takeDecoderStreamBytes()), "03");
   assert.equal(dec.decodeSection(8, hex("0500 80 c1 81")), BLOCKED);
@@ -117,8 +127,15 @@ Deno.test("RFC 9204 §4.5.1.1: Required Insert Count decoding with wrap-around",
 });
 
 /** A decoder holding entries 0..n-1 named n0..n{n-1} with values v0..; capacity 4096. */
-function filledDecoder(n: number, opts: Partial<{ maxBlockedStreams: number; maxFieldSectionSize: number }> = {}) {
-  const dec = new QpackDecoder({ maxTableCapacity: 4096, maxBlockedStreams: opts.maxBlockedStreams ?? 4, ...opts });
+function filledDecoder(
+  n: number,
+  opts: Partial<{ maxBlockedStreams: number; maxFieldSectionSize: number }> = {},
+) {
+  const dec = new QpackDecoder({
+    maxTableCapacity: 4096,
+    maxBlockedStreams: opts.maxBlockedStreams ?? 4,
+    ...opts,
+  });
   const parts = [encodeSetCapacity(4096)];
   for (let i = 0; i < n; i++) parts.push(encodeInsertWithLiteralName(`n${i}`, `v${i}`));
   dec.pushEncoderStream(concatBytes(...parts));
@@ -157,7 +174,11 @@ Deno.test("RFC 9204 §4.5.2-§4.5.6: every field line representation decodes", (
     ["plain", ""],
   ]);
   // Negative-delta base (sign bit): RIC 6, Base 2 -> relative 0 = abs 1.
-  const neg = concatBytes(encodeSectionPrefix(6, 2, maxEntries), encodeIndexedDynamic(0), encodeIndexedPostBase(3));
+  const neg = concatBytes(
+    encodeSectionPrefix(6, 2, maxEntries),
+    encodeIndexedDynamic(0),
+    encodeIndexedPostBase(3),
+  );
   assert.equal(neg[1] & 0x80, 0x80);
   assert.deepEqual(dec.decodeSection(4, neg), [["n1", "v1"], ["n5", "v5"]]);
   assert.equal(toHex(dec.takeDecoderStreamBytes()), "8084");
@@ -168,18 +189,26 @@ Deno.test("RFC 9204 §4.3: encoder instructions applied from arbitrary chunk spl
     encodeSetCapacity(300),
     encodeInsertWithNameRef(true, 0, "example.org", true),
     encodeInsertWithNameRef(false, 0, "example.net", false),
-    encodeInsertWithLiteralName("x-long-header-name", "a value that is fairly long ".repeat(3), true),
+    encodeInsertWithLiteralName(
+      "x-long-header-name",
+      "a value that is fairly long ".repeat(3),
+      true,
+    ),
     encodeDuplicate(1),
     encodeInsertWithLiteralName("k", "v", false),
   );
   const reference = new QpackDecoder({ maxTableCapacity: 300, maxBlockedStreams: 0 });
   reference.pushEncoderStream(stream);
   const expected = [];
-  for (let i = reference.table.droppedCount; i < reference.table.insertCount; i++) expected.push(reference.table.get(i));
+  for (let i = reference.table.droppedCount; i < reference.table.insertCount; i++) {
+    expected.push(reference.table.get(i));
+  }
   assert.equal(reference.table.insertCount, 5);
   for (let chunk = 1; chunk <= 7; chunk++) {
     const dec = new QpackDecoder({ maxTableCapacity: 300, maxBlockedStreams: 0 });
-    for (let i = 0; i < stream.length; i += chunk) dec.pushEncoderStream(stream.subarray(i, i + chunk));
+    for (let i = 0; i < stream.length; i += chunk) {
+      dec.pushEncoderStream(stream.subarray(i, i + chunk));
+    }
     const got = [];
     for (let i = dec.table.droppedCount; i < dec.table.insertCount; i++) got.push(dec.table.get(i));
     assert.deepEqual(got, expected, `chunk ${chunk}`);
@@ -190,7 +219,11 @@ Deno.test("RFC 9204 §4.3: encoder instructions applied from arbitrary chunk spl
 Deno.test("RFC 9204 §2.1.2: a section arriving before its inserts blocks, then resumes", () => {
   const dec = new QpackDecoder({ maxTableCapacity: 4096, maxBlockedStreams: 2 });
   dec.pushEncoderStream(encodeSetCapacity(4096));
-  const section = concatBytes(encodeSectionPrefix(2, 2, 128), encodeIndexedDynamic(1), encodeIndexedDynamic(0));
+  const section = concatBytes(
+    encodeSectionPrefix(2, 2, 128),
+    encodeIndexedDynamic(1),
+    encodeIndexedDynamic(0),
+  );
   assert.equal(dec.decodeSection(0, section), BLOCKED);
   const section2 = concatBytes(encodeSectionPrefix(1, 0, 128), encodeIndexedPostBase(0));
   assert.equal(dec.decodeSection(4, section2), BLOCKED);
@@ -283,12 +316,17 @@ Deno.test("RFC 9204 §4.3: invalid encoder instructions are QPACK_ENCODER_STREAM
   // Capacity above the maximum (§4.3.1).
   assert.throws(() => mk().pushEncoderStream(encodeSetCapacity(101)), ENC_STREAM);
   // Insert larger than the capacity (§3.2.2), detected from the length alone.
-  assert.throws(() => mk().pushEncoderStream(encodeInsertWithLiteralName("n", "x".repeat(68))), ENC_STREAM);
+  assert.throws(
+    () => mk().pushEncoderStream(encodeInsertWithLiteralName("n", "x".repeat(68))),
+    ENC_STREAM,
+  );
   assert.throws(
     () => mk().pushEncoderStream(encodeInsertWithLiteralName("n", "x".repeat(500)).subarray(0, 5)),
     ENC_STREAM,
   );
-  assert.doesNotThrow(() => mk().pushEncoderStream(encodeInsertWithLiteralName("n", "x".repeat(67))));
+  assert.doesNotThrow(() =>
+    mk().pushEncoderStream(encodeInsertWithLiteralName("n", "x".repeat(67)))
+  );
   // Insert with zero capacity.
   const zero = new QpackDecoder({ maxTableCapacity: 100, maxBlockedStreams: 0 });
   assert.throws(() => zero.pushEncoderStream(encodeInsertWithLiteralName("a", "b")), ENC_STREAM);
@@ -304,20 +342,38 @@ Deno.test("RFC 9204 §4.3: invalid encoder instructions are QPACK_ENCODER_STREAM
 
 Deno.test("RFC 9114 §4.2.2: a section above maxFieldSectionSize is a stream error (H3_EXCESSIVE_LOAD)", () => {
   const dec = filledDecoder(2, { maxFieldSectionSize: 100 });
-  const small = concatBytes(encodeSectionPrefix(0, 0, 128), encodeLiteralWithLiteralName("a", "b".repeat(67)));
+  const small = concatBytes(
+    encodeSectionPrefix(0, 0, 128),
+    encodeLiteralWithLiteralName("a", "b".repeat(67)),
+  );
   assert.deepEqual(dec.decodeSection(0, small), [["a", "b".repeat(67)]]);
-  const big = concatBytes(encodeSectionPrefix(0, 0, 128), encodeLiteralWithLiteralName("a", "b".repeat(68)));
-  assert.throws(() => dec.decodeSection(0, big), (e: unknown) =>
-    e instanceof FieldSectionTooLargeError && e.code === H3Code.EXCESSIVE_LOAD && e.scope === "stream");
+  const big = concatBytes(
+    encodeSectionPrefix(0, 0, 128),
+    encodeLiteralWithLiteralName("a", "b".repeat(68)),
+  );
+  assert.throws(
+    () => dec.decodeSection(0, big),
+    (e: unknown) =>
+      e instanceof FieldSectionTooLargeError && e.code === H3Code.EXCESSIVE_LOAD &&
+      e.scope === "stream",
+  );
   // A dynamic section that is too large is still acknowledged (its references are released).
-  const dyn = concatBytes(encodeSectionPrefix(2, 2, 128), encodeIndexedDynamic(0), encodeLiteralWithLiteralName("a", "b".repeat(60)));
+  const dyn = concatBytes(
+    encodeSectionPrefix(2, 2, 128),
+    encodeIndexedDynamic(0),
+    encodeLiteralWithLiteralName("a", "b".repeat(60)),
+  );
   assert.throws(() => dec.decodeSection(4, dyn), FieldSectionTooLargeError);
   assert.equal(toHex(dec.takeDecoderStreamBytes()), "84");
   // The decoder keeps working after a stream error.
   assert.deepEqual(dec.decodeSection(8, hex("0000 d1")), [[":method", "GET"]]);
   // Blocked then resumed: the error is reported per stream, not thrown.
   const dec2 = filledDecoder(0, { maxFieldSectionSize: 50 });
-  const blocked = concatBytes(encodeSectionPrefix(1, 1, 128), encodeIndexedDynamic(0), encodeIndexedDynamic(0));
+  const blocked = concatBytes(
+    encodeSectionPrefix(1, 1, 128),
+    encodeIndexedDynamic(0),
+    encodeIndexedDynamic(0),
+  );
   assert.equal(dec2.decodeSection(0, blocked), BLOCKED);
   const [r] = dec2.pushEncoderStream(encodeInsertWithLiteralName("k", "v"));
   assert.equal(r.streamId, 0);
@@ -338,7 +394,73 @@ Deno.test("RFC 9204 §4.5: byte values 0x80-0xff in strings pass through unchang
   const dec = new QpackDecoder({ maxTableCapacity: 0, maxBlockedStreams: 0 });
   const value = "\u00e9\u00ff\u0080 caf\u00c3\u00a9 " + "\u00fe".repeat(40);
   for (const huffman of [true, false]) {
-    const block = concatBytes(encodeSectionPrefix(0, 0, 0), encodeLiteralWithLiteralName("x-bytes", value, { huffman }));
+    const block = concatBytes(
+      encodeSectionPrefix(0, 0, 0),
+      encodeLiteralWithLiteralName("x-bytes", value, { huffman }),
+    );
     assert.deepEqual(dec.decodeSection(0, block), [["x-bytes", value]]);
   }
+});
+
+Deno.test("RFC 9204 §4.3 (property): encoder-stream bytes split at arbitrary points give the same table", () => {
+  const nameArb = fc.stringMatching(/^[a-z-]{1,12}$/);
+  const valueArb = fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 40 }).map((a) =>
+    String.fromCharCode(...a)
+  );
+  const huffArb = fc.constantFrom<boolean | "auto">(true, false, "auto");
+  const instr = fc.oneof(
+    fc.tuple(fc.integer({ min: 0, max: 98 }), valueArb, huffArb).map(([i, v, h]) => (_n: number) =>
+      encodeInsertWithNameRef(true, i, v, h)
+    ),
+    fc.tuple(fc.nat(), valueArb, huffArb).map(([i, v, h]) => (n: number) =>
+      n > 0
+        ? encodeInsertWithNameRef(false, i % Math.min(n, 3), v, h)
+        : encodeInsertWithLiteralName("a", v, h)
+    ),
+    fc.tuple(nameArb, valueArb, huffArb).map(([k, v, h]) => (_n: number) =>
+      encodeInsertWithLiteralName(k, v, h)
+    ),
+    fc.nat().map((i) => (n: number) =>
+      n > 0 ? encodeDuplicate(i % Math.min(n, 3)) : encodeSetCapacity(400)
+    ),
+    fc.integer({ min: 300, max: 400 }).map((c) => (_n: number) => encodeSetCapacity(c)),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(instr, { maxLength: 30 }),
+      fc.array(fc.nat(), { maxLength: 10 }),
+      (makers, cutsRaw) => {
+        // Build a valid stream, tracking how many entries are present (a lower bound).
+        const parts = [encodeSetCapacity(400)];
+        const model = new QpackDecoder({ maxTableCapacity: 400, maxBlockedStreams: 0 });
+        model.pushEncoderStream(parts[0]);
+        for (const make of makers) {
+          const bytes = make(model.table.length);
+          try {
+            model.pushEncoderStream(bytes);
+            parts.push(bytes);
+          } catch {
+            // e.g. an entry that does not fit: leave it out of the stream
+            return;
+          }
+        }
+        const stream = concatBytes(...parts);
+        const cuts = [...new Set(cutsRaw.map((c) => c % (stream.length + 1)))].sort((a, b) =>
+          a - b
+        );
+        const dec = new QpackDecoder({ maxTableCapacity: 400, maxBlockedStreams: 0 });
+        let prev = 0;
+        for (const c of [...cuts, stream.length]) {
+          dec.pushEncoderStream(stream.subarray(prev, c));
+          prev = c;
+        }
+        assert.equal(dec.table.insertCount, model.table.insertCount);
+        assert.equal(dec.table.size, model.table.size);
+        for (let i = model.table.droppedCount; i < model.table.insertCount; i++) {
+          assert.deepEqual(dec.table.get(i), model.table.get(i));
+        }
+      },
+    ),
+    { numRuns: 300, seed: 7541 },
+  );
 });

@@ -99,9 +99,7 @@ export function encodeSectionPrefix(
   maxEntries: number,
 ): Uint8Array {
   return build((w) => {
-    const encoded = requiredInsertCount === 0
-      ? 0
-      : (requiredInsertCount % (2 * maxEntries)) + 1;
+    const encoded = requiredInsertCount === 0 ? 0 : (requiredInsertCount % (2 * maxEntries)) + 1;
     w.int(encoded, 8, 0);
     if (base >= requiredInsertCount) w.int(base - requiredInsertCount, 7, 0x00);
     else w.int(requiredInsertCount - base - 1, 7, 0x80);

@@ -4,17 +4,17 @@
  * @module
  */
 
-export { BLOCKED, decodeRequiredInsertCount, FieldSectionTooLargeError, QpackDecoder } from "./decoder.ts";
+export {
+  BLOCKED,
+  decodeRequiredInsertCount,
+  FieldSectionTooLargeError,
+  QpackDecoder,
+} from "./decoder.ts";
 export type { Blocked, FieldLine, QpackDecoderOptions, UnblockedSection } from "./decoder.ts";
 export { QpackEncoder } from "./encoder.ts";
 export type { QpackEncoderOptions } from "./encoder.ts";
 export { DynamicTable, ENTRY_OVERHEAD } from "./dynamic_table.ts";
-export {
-  STATIC_TABLE,
-  staticIndexOf,
-  staticLookup,
-  staticNameIndexOf,
-} from "./static_table.ts";
+export { STATIC_TABLE, staticIndexOf, staticLookup, staticNameIndexOf } from "./static_table.ts";
 export {
   HUFFMAN_TABLE,
   huffmanDecode,

@@ -1,11 +1,6 @@
 import assert from "node:assert/strict";
 import { H3Code, H3Error, NEED_MORE } from "../errors.ts";
-import {
-  decodePrefixInt,
-  encodePrefixInt,
-  MAX_PREFIX_INT,
-  prefixIntLength,
-} from "./prefix_int.ts";
+import { decodePrefixInt, encodePrefixInt, MAX_PREFIX_INT, prefixIntLength } from "./prefix_int.ts";
 import { hex, toHex } from "./_test_util.ts";
 
 Deno.test("RFC 7541 C.1.1: 10 with a 5-bit prefix is one byte", () => {
@@ -42,7 +37,24 @@ Deno.test("RFC 7541 §5.1: truncated integers return NEED_MORE at every split", 
 });
 
 Deno.test("RFC 7541 §5.1: round trip over prefixes 1..8 and large values", () => {
-  const values = [0, 1, 2, 6, 7, 126, 127, 128, 254, 255, 256, 16383, 16384, 2 ** 31, 2 ** 32 + 5, MAX_PREFIX_INT];
+  const values = [
+    0,
+    1,
+    2,
+    6,
+    7,
+    126,
+    127,
+    128,
+    254,
+    255,
+    256,
+    16383,
+    16384,
+    2 ** 31,
+    2 ** 32 + 5,
+    MAX_PREFIX_INT,
+  ];
   for (let p = 1; p <= 8; p++) {
     for (const v of values) {
       const b = encodePrefixInt(v, p);
@@ -55,10 +67,14 @@ Deno.test("RFC 7541 §5.1: round trip over prefixes 1..8 and large values", () =
 Deno.test("RFC 9204 §2.1.5: values above 2^53-1 are rejected with the given code", () => {
   // 2^62 - 1 with an 8-bit prefix (a valid QUIC-sized value) exceeds our limit.
   const big = hex("ff80ffffffffffffff3f");
-  assert.throws(() => decodePrefixInt(big, 0, 8), (e: unknown) =>
-    e instanceof H3Error && e.code === H3Code.QPACK_DECOMPRESSION_FAILED);
-  assert.throws(() => decodePrefixInt(big, 0, 8, H3Code.QPACK_ENCODER_STREAM_ERROR), (e: unknown) =>
-    e instanceof H3Error && e.code === H3Code.QPACK_ENCODER_STREAM_ERROR);
+  assert.throws(
+    () => decodePrefixInt(big, 0, 8),
+    (e: unknown) => e instanceof H3Error && e.code === H3Code.QPACK_DECOMPRESSION_FAILED,
+  );
+  assert.throws(
+    () => decodePrefixInt(big, 0, 8, H3Code.QPACK_ENCODER_STREAM_ERROR),
+    (e: unknown) => e instanceof H3Error && e.code === H3Code.QPACK_ENCODER_STREAM_ERROR,
+  );
   // Endless continuation bytes are rejected rather than read forever.
   const long = new Uint8Array(20).fill(0x80);
   long[0] = 0xff;

@@ -1,33 +1,6 @@
 import assert from "node:assert/strict";
 import { H3Code, H3Error } from "../errors.ts";
-import { STATIC_TABLE, staticIndexOf, staticLookup, staticNameIndexOf } from "./static_table.ts";
 import { DynamicTable } from "./dynamic_table.ts";
-
-Deno.test("RFC 9204 Appendix A: 99 static entries with known anchors", () => {
-  assert.equal(STATIC_TABLE.length, 99);
-  assert.deepEqual(STATIC_TABLE[0], [":authority", ""]);
-  assert.deepEqual(STATIC_TABLE[17], [":method", "GET"]);
-  assert.deepEqual(STATIC_TABLE[25], [":status", "200"]);
-  assert.deepEqual(STATIC_TABLE[31], ["accept-encoding", "gzip, deflate, br"]);
-  assert.deepEqual(STATIC_TABLE[63], [":status", "100"]);
-  assert.deepEqual(STATIC_TABLE[85], ["content-security-policy", "script-src 'none'; object-src 'none'; base-uri 'none'"]);
-  assert.deepEqual(STATIC_TABLE[98], ["x-frame-options", "sameorigin"]);
-});
-
-Deno.test("RFC 9204 Appendix A: look-ups by name and by name+value", () => {
-  for (let i = 0; i < STATIC_TABLE.length; i++) {
-    const [name, value] = STATIC_TABLE[i];
-    assert.equal(staticIndexOf(name, value), i);
-    assert.equal(STATIC_TABLE[staticNameIndexOf(name)][0], name);
-    assert.ok(staticNameIndexOf(name) <= i);
-  }
-  assert.equal(staticIndexOf(":method", "PATCH"), -1);
-  assert.equal(staticIndexOf("x-unknown", ""), -1);
-  assert.equal(staticNameIndexOf(":status"), 24);
-  assert.equal(staticLookup(":status", "200"), 25);
-  assert.equal(staticLookup(":status", "201"), -2 - 24);
-  assert.equal(staticLookup("x-unknown", "1"), -1);
-});
 
 Deno.test("RFC 9204 §3.2: dynamic table sizes, absolute indexing and eviction", () => {
   const t = new DynamicTable(200);
@@ -51,7 +24,10 @@ Deno.test("RFC 9204 §3.2: dynamic table sizes, absolute indexing and eviction",
 
 Deno.test("RFC 9204 §3.2.2: an entry larger than the capacity is an error; so is a capacity above the maximum", () => {
   const t = new DynamicTable(100);
-  assert.throws(() => t.setCapacity(101), (e: unknown) => e instanceof H3Error && e.code === H3Code.QPACK_ENCODER_STREAM_ERROR);
+  assert.throws(
+    () => t.setCapacity(101),
+    (e: unknown) => e instanceof H3Error && e.code === H3Code.QPACK_ENCODER_STREAM_ERROR,
+  );
   t.setCapacity(50);
   assert.throws(() => t.insert("name", "x".repeat(15)), H3Error);
   t.insert("name", "x".repeat(14)); // exactly 50

@@ -1,0 +1,130 @@
+/**
+ * `deno task start`: the one-command demo. Makes dev certificates if missing,
+ * starts the payments API twice (ports 8081 and 8082, one embedded KV file)
+ * as two backends, starts the proxy on UDP 9889 with `examples/demo.yaml`,
+ * and prints the token and commands to try it. Ctrl-C stops everything.
+ *
+ * @module
+ */
+// deno-lint-ignore-file no-console
+
+import { ensureDevCerts } from "../shared/certs/generate.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+interface Child {
+  name: string;
+  process: Deno.ChildProcess;
+  ready: Promise<void>;
+}
+
+function spawn(
+  name: string,
+  args: string[],
+  readyLine: RegExp,
+  env: Record<string, string>,
+): Child {
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "inherit",
+    stdin: "null",
+    env,
+  }).spawn();
+  const ready = Promise.withResolvers<void>();
+  (async () => {
+    let buf = "";
+    for await (const chunk of process.stdout.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let nl;
+      while ((nl = buf.indexOf("\n")) !== -1) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith("Generated bearer token")) console.log(`[${name}] ${line}`);
+        if (readyLine.test(line)) ready.resolve();
+      }
+    }
+  })();
+  process.status.then((s) => ready.reject(new Error(`${name} exited with code ${s.code}`)));
+  return { name, process, ready: ready.promise };
+}
+
+async function main(): Promise<number> {
+  const certs = await ensureDevCerts(`${ROOT}.dev/certs`);
+  const token = Deno.env.get("DEMO_TOKEN") ?? `demo-${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.mkdir(`${ROOT}data`, { recursive: true });
+  const env = { PAYMENTS_TOKENS: token };
+  const children: Child[] = [];
+  const stopAll = async () => {
+    for (const c of children.toReversed()) {
+      try {
+        c.process.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    await Promise.allSettled(children.map((c) => c.process.status));
+  };
+  try {
+    for (const port of [8081, 8082]) {
+      children.push(spawn(
+        `payments:${port}`,
+        ["payments/main.ts", "--port", String(port), "--kv", "data/demo.kv"],
+        /^Listening on /,
+        env,
+      ));
+    }
+    await Promise.all(children.map((c) => c.ready));
+    const proxy = spawn(
+      "proxy",
+      ["proxy/main.ts", "-c", "examples/demo.yaml"],
+      /^Listening on /,
+      {},
+    );
+    children.push(proxy);
+    await proxy.ready;
+  } catch (err) {
+    console.error(`demo failed to start: ${(err as Error).message}`);
+    await stopAll();
+    return 1;
+  }
+
+  const base = "https://localhost:9889";
+  console.log(`
+The demo is up: HTTP/3 on UDP 9889 -> spooky -> payments on 127.0.0.1:8081 and :8082.
+
+  Bearer token:  ${token}
+  SPKI pin:      ${certs.spkiPin}
+
+Try it:
+  # an independent HTTP/3 client (Debian ngtcp2-client); no token -> 401
+  gtlsclient --no-quic-dump --exit-on-all-streams-close 127.0.0.1 9889 ${base}/vendor/v4/customers/c1/cards
+  gtlsclient --no-quic-dump --exit-on-all-streams-close 127.0.0.1 9889 ${base}/health
+
+  # the project's own HTTP/3 client, with headers
+  deno run -A examples/h3_client.ts -i -H "authorization: Bearer ${token}" ${base}/vendor/v4/customers/c1/cards
+  deno run -A examples/h3_client.ts -i -X POST -H "authorization: Bearer ${token}" \\
+    -H "content-type: application/json" \\
+    -d '{"number":"4111111111111111","expMonth":12,"expYear":2030,"cvc":"123","name":"Demo"}' \\
+    ${base}/vendor/v4/customers/c1/cards
+
+  # Chromium over HTTP/3: the API reference page
+  chromium --user-data-dir=$(mktemp -d) --origin-to-force-quic-on=localhost:9889 \\
+    --host-resolver-rules="MAP localhost 127.0.0.1" \\
+    --ignore-certificate-errors-spki-list=${certs.spkiPin} ${base}/docs
+
+Ctrl-C stops everything.`);
+
+  const stop = Promise.withResolvers<void>();
+  Deno.addSignalListener("SIGINT", () => stop.resolve());
+  Deno.addSignalListener("SIGTERM", () => stop.resolve());
+  // If a child dies on its own, stop the rest.
+  Promise.race(children.map((c) => c.process.status)).then(() => stop.resolve());
+  await stop.promise;
+  console.log("\nstopping...");
+  await stopAll();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

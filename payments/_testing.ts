@@ -1,0 +1,91 @@
+/**
+ * Test helpers: an app over an in-memory KV with a fixed clock.
+ *
+ * @module
+ */
+import { createApp } from "./app.ts";
+
+/** Fixed test time: 2026-06-15T12:00:00Z. */
+export const TEST_NOW = new Date("2026-06-15T12:00:00.000Z");
+
+/** Test bearer token. */
+export const TEST_TOKEN = "test-token";
+
+/** A valid test card. */
+export const CARD = Object.freeze({
+  number: "4111111111111111",
+  expMonth: 12,
+  expYear: 2030,
+  cvc: "123",
+  name: "Jo Tester",
+});
+
+/** A valid test bank account. */
+export const BANK = Object.freeze({
+  name: "Jo Tester",
+  accountNumber: "000123456789",
+  accountType: "PERSONAL_CHECKING",
+  routingNumber: "011000015",
+  phone: "5555550100",
+});
+
+/** A test harness. */
+export interface Harness {
+  /** The app. */
+  app: ReturnType<typeof createApp>;
+  /** The KV handle. */
+  kv: Deno.Kv;
+  /** Send a request; JSON-encodes non-string bodies and authenticates by default. */
+  req(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+    // deno-lint-ignore no-explicit-any
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Close the KV handle. */
+  close(): void;
+}
+
+/** Build a harness (call `close()` at the end). */
+export async function harness(opts: { basePaths?: string[]; now?: () => Date } = {}): Promise<
+  Harness
+> {
+  const kv = await Deno.openKv(":memory:");
+  const app = createApp({
+    kv,
+    tokens: [TEST_TOKEN, "second-token"],
+    basePaths: opts.basePaths,
+    now: opts.now ?? (() => TEST_NOW),
+  });
+  return {
+    app,
+    kv,
+    async req(method, path, body, headers = {}) {
+      const h: Record<string, string> = {
+        authorization: `Bearer ${TEST_TOKEN}`,
+        "content-type": "application/json",
+        ...headers,
+      };
+      for (const [k, v] of Object.entries(h)) if (v === "") delete h[k];
+      const res = await app.request(path.startsWith("/") ? path : `/vendor/v4/${path}`, {
+        method,
+        headers: h,
+        body: body === undefined
+          ? undefined
+          : typeof body === "string"
+          ? body
+          : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    close: () => kv.close(),
+  };
+}

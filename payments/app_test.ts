@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { ErrorEnvelope, Health } from "../shared/payments_schemas.ts";
+import { ALL_ENDPOINTS, createApp } from "./app.ts";
+import { honoPath } from "./routes/_endpoint.ts";
+import { CARD, harness, TEST_TOKEN } from "./_testing.ts";
+
+Deno.test("GET /health is public and returns status ok with a timestamp", async () => {
+  const h = await harness();
+  const r = await h.req("GET", "/health", undefined, { authorization: "" });
+  assert.equal(r.status, 200);
+  Health.parse(r.body);
+  assert.equal(r.body.timestamp, "2026-06-15T12:00:00.000Z");
+  h.close();
+});
+
+Deno.test("auth: missing, wrong or non-Bearer token → 401 envelope; any configured token works", async () => {
+  const h = await harness();
+  for (const auth of ["", "Bearer nope", `Basic ${TEST_TOKEN}`, "Bearer"]) {
+    const r = await h.req("GET", "customers/c1/cards", undefined, { authorization: auth });
+    assert.equal(r.status, 401, auth);
+    ErrorEnvelope.parse(r.body);
+    assert.equal(r.body.errors[0].code, "PMT-4010");
+    assert.match(r.headers.get("www-authenticate") ?? "", /^Bearer/);
+  }
+  const ok = await h.req("GET", "customers/c1/cards", undefined, {
+    authorization: "Bearer second-token",
+  });
+  assert.equal(ok.status, 200);
+  h.close();
+});
+
+Deno.test("unknown path → 404 PMT-4000 envelope (with and without base path)", async () => {
+  const h = await harness();
+  for (const p of ["/nope", "/vendor/v4/nope", "/vendor/v4/payments/charges/x/y/z"]) {
+    const r = await h.req("GET", p);
+    assert.equal(r.status, 404, p);
+    ErrorEnvelope.parse(r.body);
+    assert.equal(r.body.errors[0].code, "PMT-4000");
+    assert.equal(r.body.errors[0].type, "invalid_request");
+  }
+  h.close();
+});
+
+Deno.test("malformed JSON, non-object JSON and non-UTF-8 bodies → 400 envelope", async () => {
+  const h = await harness();
+  for (const body of ["{", "[1]", "42", "null", '"s"', '{"amount":}']) {
+    const r = await h.req("POST", "payments/charges", body);
+    assert.equal(r.status, 400, body);
+    assert.equal(r.body.errors[0].code, "PMT-4000");
+    assert.equal(r.body.errors[0].detail.length > 0, true);
+  }
+  const res = await h.app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    body: new Uint8Array([0x7b, 0xff, 0x7d]),
+  });
+  assert.equal(res.status, 400);
+  await res.body?.cancel();
+  h.close();
+});
+
+Deno.test("body over 64 KiB → 413, by content-length and by streamed size", async () => {
+  const h = await harness();
+  const big = JSON.stringify({ description: "x".repeat(70 * 1024) });
+  const r = await h.req("POST", "payments/charges", big);
+  assert.equal(r.status, 413);
+  ErrorEnvelope.parse(r.body);
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (let i = 0; i < 70; i++) c.enqueue(new Uint8Array(1024).fill(0x20));
+      c.close();
+    },
+  });
+  const res = await h.app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    body: stream,
+  });
+  assert.equal(res.status, 413);
+  await res.body?.cancel();
+  // exactly at the limit is fine (and then fails validation, not size)
+  const at = JSON.stringify({ description: "" }).length;
+  const ok = await h.req(
+    "POST",
+    "payments/charges",
+    JSON.stringify({
+      description: "y".repeat(64 * 1024 - at),
+    }),
+  );
+  assert.equal(ok.status, 400);
+  h.close();
+});
+
+Deno.test("extra base paths serve the same API; state is shared", async () => {
+  const h = await harness({ basePaths: ["/vendor/v4", "/acme/v4/"] });
+  const a = await h.req("POST", "/acme/v4/customers/c1/cards", CARD);
+  assert.equal(a.status, 201);
+  const b = await h.req("GET", `/vendor/v4/customers/c1/cards/${a.body.id}`);
+  assert.equal(b.status, 200);
+  h.close();
+});
+
+Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer security", async () => {
+  const h = await harness();
+  const r = await h.req("GET", "/openapi.json", undefined, { authorization: "" });
+  assert.equal(r.status, 200);
+  const doc = r.body;
+  assert.match(doc.openapi, /^3\.1\.\d+$/);
+  for (const ep of ALL_ENDPOINTS) {
+    const op = doc.paths[`/vendor/v4${ep.route.path}`]?.[ep.route.method];
+    assert.ok(op, `${ep.route.method} ${ep.route.path} missing`);
+    assert.equal(op.operationId, ep.route.operationId);
+    assert.deepEqual(op.security, ep.public ? [] : [{ bearerAuth: [] }]);
+  }
+  assert.ok(doc.paths["/health"].get);
+  assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
+  assert.ok(doc.components.schemas.Charge);
+  assert.ok(doc.components.schemas.Errors);
+  // every operation is routed by the app (no doc-only routes)
+  assert.equal(ALL_ENDPOINTS.length, 17);
+  for (const ep of ALL_ENDPOINTS) assert.ok(!honoPath(ep.route.path).includes("{"));
+  h.close();
+});
+
+Deno.test("GET /docs serves a self-contained page without external resources", async () => {
+  const h = await harness();
+  const res = await h.app.request("/docs");
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type") ?? "", /text\/html/);
+  const html = await res.text();
+  assert.match(html, /fetch\("\/openapi\.json"\)/);
+  assert.match(html, /Try it/);
+  assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!www\.w3)/);
+  h.close();
+});
+
+Deno.test("createApp requires a token", async () => {
+  const kv = await Deno.openKv(":memory:");
+  assert.throws(() => createApp({ kv, tokens: [] }));
+  kv.close();
+});

@@ -1,0 +1,166 @@
+import assert from "node:assert/strict";
+import { IDEMPOTENCY_TTL_MS } from "./store/kv_store.ts";
+import { CARD, type Harness, harness } from "./_testing.ts";
+
+async function count(h: Harness, prefix: Deno.KvKey): Promise<number> {
+  let n = 0;
+  for await (const _ of h.kv.list({ prefix })) n++;
+  return n;
+}
+
+const CHARGE = { amount: "100.00", currency: "USD", card: CARD };
+
+Deno.test("idempotency: a repeated create returns the original status and body, one charge", async () => {
+  const h = await harness();
+  const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "r-1" });
+  const b = await h.req("POST", "payments/charges", { ...CHARGE, amount: "5.00" }, {
+    "Request-Id": "r-1",
+  });
+  assert.equal(a.status, 201);
+  assert.equal(b.status, 201);
+  assert.deepEqual(b.body, a.body);
+  assert.equal(b.headers.get("request-id"), "r-1");
+  assert.equal(await count(h, ["charge"]), 1);
+  const rec = await h.kv.get(["idem", "r-1"]);
+  assert.ok(rec.versionstamp);
+  assert.equal(IDEMPOTENCY_TTL_MS, 24 * 60 * 60 * 1000);
+  h.close();
+});
+
+Deno.test("idempotency: a repeated capture replays 200 instead of failing as a second capture", async () => {
+  const h = await harness();
+  const c = await h.req("POST", "payments/charges", CHARGE);
+  const x = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
+    "Request-Id": "cap",
+  });
+  const y = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
+    "Request-Id": "cap",
+  });
+  assert.equal(x.status, 200);
+  assert.equal(y.status, 200);
+  assert.deepEqual(y.body, x.body);
+  const z = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
+    "Request-Id": "c2",
+  });
+  assert.equal(z.status, 400);
+  h.close();
+});
+
+Deno.test("idempotency: same Request-Id on another operation → 400 requestId is invalid.", async () => {
+  const h = await harness();
+  const c = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "shared" });
+  const r = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
+    "Request-Id": "shared",
+  });
+  assert.equal(r.status, 400);
+  assert.deepEqual(
+    [r.body.errors[0].code, r.body.errors[0].message, r.body.errors[0].detail],
+    ["PMT-4000", "requestId is invalid.", "requestId"],
+  );
+  const card = await h.req("POST", "customers/c/cards", CARD, { "Request-Id": "shared" });
+  assert.equal(card.status, 400);
+  // the same operation on another resource is another operation
+  const c2 = await h.req("POST", "payments/charges", CHARGE);
+  await h.req("POST", `payments/charges/${c.body.id}/refunds`, {}, { "Request-Id": "ref" });
+  const other = await h.req("POST", `payments/charges/${c2.body.id}/refunds`, {}, {
+    "Request-Id": "ref",
+  });
+  assert.equal(other.status, 400);
+  const bad = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "a b" });
+  assert.equal(bad.body.errors[0].message, "requestId is invalid.");
+  h.close();
+});
+
+Deno.test("idempotency: failures are not recorded; a fixed retry succeeds", async () => {
+  const h = await harness();
+  const bad = await h.req("POST", "payments/charges", { ...CHARGE, amount: "x" }, {
+    "Request-Id": "retry",
+  });
+  assert.equal(bad.status, 400);
+  const ok = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "retry" });
+  assert.equal(ok.status, 201);
+  h.close();
+});
+
+Deno.test("idempotency: 20 concurrent duplicates create exactly one resource", async () => {
+  const h = await harness();
+  const results = await Promise.all(
+    Array.from(
+      { length: 20 },
+      () => h.req("POST", "payments/charges", CHARGE, { "Request-Id": "dup" }),
+    ),
+  );
+  assert.ok(results.every((r) => r.status === 201));
+  assert.equal(new Set(results.map((r) => r.body.id)).size, 1);
+  assert.equal(await count(h, ["charge"]), 1);
+  const cards = await Promise.all(
+    Array.from(
+      { length: 10 },
+      () => h.req("POST", "customers/c/cards", CARD, { "Request-Id": "dup-card" }),
+    ),
+  );
+  assert.equal(new Set(cards.map((r) => r.body.id)).size, 1);
+  assert.equal(await count(h, ["card", "c"]), 1);
+  h.close();
+});
+
+Deno.test("race: 20 concurrent full refunds of one charge → exactly one succeeds", async () => {
+  const h = await harness();
+  const c = await h.req("POST", "payments/charges", { ...CHARGE, capture: true });
+  const results = await Promise.all(
+    Array.from(
+      { length: 20 },
+      () => h.req("POST", `payments/charges/${c.body.id}/refunds`, { amount: "100.00" }),
+    ),
+  );
+  assert.equal(results.filter((r) => r.status === 201).length, 1);
+  assert.ok(results.every((r) => r.status === 201 || r.status === 400));
+  assert.equal(await count(h, ["refund", c.body.id]), 1);
+  h.close();
+});
+
+Deno.test("race: concurrent partial refunds never exceed the captured amount", async () => {
+  const h = await harness();
+  const c = await h.req("POST", "payments/charges", { ...CHARGE, capture: true });
+  const results = await Promise.all(
+    Array.from(
+      { length: 30 },
+      (_, i) =>
+        h.req("POST", `payments/charges/${c.body.id}/refunds`, { amount: i % 2 ? "7.00" : "9.00" }),
+    ),
+  );
+  const ok = results.filter((r) => r.status === 201);
+  const total = ok.reduce((s, r) => s + Math.round(Number(r.body.amount) * 100), 0);
+  assert.ok(total <= 10000, `refunded ${total}`);
+  assert.ok(total > 10000 - 900, `refunded only ${total}`);
+  assert.equal(await count(h, ["refund", c.body.id]), ok.length);
+  h.close();
+});
+
+Deno.test("race: concurrent captures → exactly one; concurrent voids → exactly one", async () => {
+  const h = await harness();
+  const c = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "v1" });
+  const caps = await Promise.all(
+    Array.from({ length: 10 }, () => h.req("POST", `payments/charges/${c.body.id}/capture`, {})),
+  );
+  assert.equal(caps.filter((r) => r.status === 200).length, 1);
+  const voids = await Promise.all(
+    Array.from({ length: 10 }, () => h.req("POST", "payments/txn-requests/v1/void", {})),
+  );
+  assert.equal(voids.filter((r) => r.status === 201).length, 1);
+  h.close();
+});
+
+Deno.test("race: one token used by concurrent charges pays exactly one", async () => {
+  const h = await harness();
+  const t = await h.req("POST", "payments/tokens", { card: CARD });
+  const results = await Promise.all(
+    Array.from(
+      { length: 10 },
+      () => h.req("POST", "payments/charges", { amount: "1", currency: "USD", token: t.body.id }),
+    ),
+  );
+  assert.equal(results.filter((r) => r.status === 201).length, 1);
+  assert.equal(await count(h, ["charge"]), 1);
+  h.close();
+});

@@ -1,0 +1,211 @@
+import assert from "node:assert/strict";
+import * as S from "../../shared/payments_schemas.ts";
+import { CARD, type Harness, harness } from "../_testing.ts";
+
+async function charge(h: Harness, extra: Record<string, unknown> = {}, rid?: string) {
+  const r = await h.req(
+    "POST",
+    "payments/charges",
+    { amount: "100.00", currency: "USD", card: CARD, ...extra },
+    rid ? { "Request-Id": rid } : {},
+  );
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r;
+}
+
+Deno.test("charge: capture defaults to false → AUTHORIZED; full response shape", async () => {
+  const h = await harness();
+  const r = await charge(h, {
+    description: "order 1",
+    context: { mobile: "true", isEcommerce: "false", tax: "1.00" },
+  });
+  const c = S.Charge.strict().parse(r.body);
+  assert.equal(c.status, "AUTHORIZED");
+  assert.equal(c.capture, false);
+  assert.equal(c.amount, "100.00");
+  assert.equal(c.card.number, "xxxxxxxxxxxx1111");
+  assert.equal(c.card.cvc, "xxx");
+  assert.equal(c.card.expMonth, "12");
+  assert.equal(c.avsStreet, "Pass");
+  assert.equal(c.avsZip, "Pass");
+  assert.equal(c.cardSecurityCodeMatch, "NotAvailable");
+  assert.deepEqual(c.context, { mobile: true, isEcommerce: false, recurring: false, tax: "1.00" });
+  assert.match(c.authCode, /^[0-9A-Z]{6}$/);
+  assert.equal(c.captureDetail, undefined);
+  assert.match(r.headers.get("request-id") ?? "", /^req_/);
+  const got = await h.req("GET", `payments/charges/${c.id}`);
+  assert.deepEqual(got.body, r.body);
+  assert.equal((await h.req("GET", "payments/charges/ch_nope")).status, 404);
+  h.close();
+});
+
+Deno.test("charge: capture true → CAPTURED; capturing it again → 400", async () => {
+  const h = await harness();
+  const { body } = await charge(h, { capture: true, amount: 12.5 });
+  assert.equal(body.status, "CAPTURED");
+  assert.equal(body.amount, "12.50");
+  const again = await h.req("POST", `payments/charges/${body.id}/capture`, {});
+  assert.equal(again.status, 400);
+  assert.equal(again.body.errors[0].code, "PMT-4000");
+  h.close();
+});
+
+Deno.test("capture: once, amount ≤ authorized → CAPTURED with captureDetail; second → 400", async () => {
+  const h = await harness();
+  const { body } = await charge(h);
+  const over = await h.req("POST", `payments/charges/${body.id}/capture`, { amount: "100.01" });
+  assert.equal(over.status, 400);
+  assert.equal(over.body.errors[0].message, "amount is invalid.");
+  const cap = await h.req("POST", `payments/charges/${body.id}/capture`, {
+    amount: "60.00",
+    description: "ship",
+    context: { mobile: false, isEcommerce: true, tax: "0.50" },
+  });
+  assert.equal(cap.status, 200);
+  const c = S.Charge.strict().parse(cap.body);
+  assert.equal(c.status, "CAPTURED");
+  assert.deepEqual(c.captureDetail, {
+    amount: "60.00",
+    context: { mobile: false, isEcommerce: true, recurring: false, tax: "0.50" },
+    created: "2026-06-15T12:00:00.000Z",
+    description: "ship",
+  });
+  assert.equal((await h.req("POST", `payments/charges/${body.id}/capture`, {})).status, 400);
+  assert.equal((await h.req("GET", `payments/charges/${body.id}`)).body.status, "CAPTURED");
+  assert.equal((await h.req("POST", "payments/charges/ch_nope/capture", {})).status, 404);
+  h.close();
+});
+
+Deno.test("refunds: many on a captured charge, total ≤ captured; charge reads REFUNDED", async () => {
+  const h = await harness();
+  const { body } = await charge(h, { capture: true });
+  const r1 = await h.req("POST", `payments/charges/${body.id}/refunds`, {
+    amount: "30.00",
+    description: "partial",
+    context: { mobile: "false", isEcommerce: "true", tax: "0" },
+  });
+  assert.equal(r1.status, 201);
+  const rf = S.Refund.strict().parse(r1.body);
+  assert.equal(rf.type, "REFUND");
+  assert.equal(rf.status, "ISSUED");
+  assert.equal(rf.amount, "30.00");
+  assert.equal((await h.req("GET", `payments/charges/${body.id}`)).body.status, "REFUNDED");
+  const over = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "70.01" });
+  assert.equal(over.status, 400);
+  assert.equal(over.body.errors[0].detail.length > 0, true);
+  const r2 = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: 70 });
+  assert.equal(r2.status, 201);
+  const none = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "0.01" });
+  assert.equal(none.status, 400);
+  const got = await h.req("GET", `payments/charges/${body.id}/refunds/${rf.id}`);
+  assert.equal(got.status, 200);
+  assert.deepEqual(got.body, r1.body);
+  assert.equal((await h.req("GET", `payments/charges/${body.id}/refunds/rf_nope`)).status, 404);
+  assert.equal((await h.req("GET", `payments/charges/ch_other/refunds/${rf.id}`)).status, 404);
+  h.close();
+});
+
+Deno.test("refunds: no amount refunds the remaining balance", async () => {
+  const h = await harness();
+  const { body } = await charge(h, { capture: true, amount: "10.00" });
+  await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "4.00" });
+  const rest = await h.req("POST", `payments/charges/${body.id}/refunds`, {});
+  assert.equal(rest.body.amount, "6.00");
+  h.close();
+});
+
+Deno.test("refund of an authorization: full → CANCELLED, partial → 400", async () => {
+  const h = await harness();
+  const { body } = await charge(h);
+  const part = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "50.00" });
+  assert.equal(part.status, 400);
+  const full = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "100.00" });
+  assert.equal(full.status, 201);
+  assert.equal((await h.req("GET", `payments/charges/${body.id}`)).body.status, "CANCELLED");
+  assert.equal((await h.req("POST", `payments/charges/${body.id}/capture`, {})).status, 400);
+  h.close();
+});
+
+Deno.test("void by the charge's Request-Id → VOID ISSUED; charge CANCELLED; twice → 400", async () => {
+  const h = await harness();
+  const { body } = await charge(h, {}, "order-42");
+  const v = await h.req("POST", "payments/txn-requests/order-42/void", undefined, {
+    "Request-Id": "void-42",
+  });
+  assert.equal(v.status, 201, JSON.stringify(v.body));
+  const vd = S.Void.strict().parse(v.body);
+  assert.equal(vd.type, "VOID");
+  assert.equal(vd.status, "ISSUED");
+  assert.equal(vd.amount, "100.00");
+  assert.equal((await h.req("GET", `payments/charges/${body.id}`)).body.status, "CANCELLED");
+  assert.equal((await h.req("POST", "payments/txn-requests/order-42/void", {})).status, 400);
+  assert.equal((await h.req("POST", `payments/charges/${body.id}/refunds`, {})).status, 400);
+  assert.equal((await h.req("POST", "payments/txn-requests/unknown/void", {})).status, 404);
+  h.close();
+});
+
+Deno.test("void works with the generated Request-Id returned on create", async () => {
+  const h = await harness();
+  const r = await charge(h, { capture: true });
+  const rid = r.headers.get("request-id")!;
+  const v = await h.req("POST", `payments/txn-requests/${rid}/void`, {});
+  assert.equal(v.status, 201);
+  assert.equal((await h.req("GET", `payments/charges/${r.body.id}`)).body.status, "CANCELLED");
+  h.close();
+});
+
+Deno.test("triggers: emulate=10401 declines (201 DECLINED), then operations are PMT-5000", async () => {
+  const h = await harness();
+  const r = await charge(h, { card: { ...CARD, name: "Jo emulate=10401" }, capture: true });
+  assert.equal(r.body.status, "DECLINED");
+  for (const op of ["capture", "refunds"]) {
+    const x = await h.req("POST", `payments/charges/${r.body.id}/${op}`, {});
+    assert.equal(x.status, 402);
+    assert.equal(x.body.errors[0].code, "PMT-5000");
+  }
+  h.close();
+});
+
+Deno.test("triggers: emulate=10301 → 400 PMT-4000 on card.number", async () => {
+  const h = await harness();
+  const r = await h.req("POST", "payments/charges", {
+    amount: "1.00",
+    currency: "USD",
+    card: { ...CARD, name: "emulate=10301" },
+  });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.errors[0].code, "PMT-4000");
+  assert.equal(r.body.errors[0].message, "number is invalid.");
+  assert.equal(r.body.errors[0].detail, "card.number");
+  h.close();
+});
+
+Deno.test("triggers: emulate=10201 → PMT-6000 system error (not 500)", async () => {
+  const h = await harness();
+  const r = await h.req("POST", "payments/charges", {
+    amount: "1.00",
+    currency: "USD",
+    card: { ...CARD, name: "emulate=10201" },
+  });
+  assert.equal(r.status, 502);
+  S.ErrorEnvelope.parse(r.body);
+  assert.equal(r.body.errors[0].code, "PMT-6000");
+  assert.equal(r.body.errors[0].type, "system_error");
+  h.close();
+});
+
+Deno.test("charge: card or token is required; not both", async () => {
+  const h = await harness();
+  const none = await h.req("POST", "payments/charges", { amount: "1.00", currency: "USD" });
+  assert.equal(none.status, 400);
+  assert.equal(none.body.errors[0].code, "PMT-4002");
+  const both = await h.req("POST", "payments/charges", {
+    amount: "1.00",
+    currency: "USD",
+    card: CARD,
+    token: "tok_x",
+  });
+  assert.equal(both.status, 400);
+  assert.equal(both.body.errors[0].code, "PMT-4000");
+  h.close();
+});

@@ -1,0 +1,324 @@
+/**
+ * Active health checks: periodic HTTP probes of every backend that has a
+ * `health_check`, feeding one {@link HealthState} per backend.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { HealthState } from "./health_state.ts";
+import {
+  type Clock,
+  type HealthCheckConfig,
+  type HealthStatus,
+  MONOTONIC_CLOCK,
+  withHealthDefaults,
+} from "./types.ts";
+
+const log = getLogger(["proxy", "health"]);
+
+/** A backend to check. `health_check` absent: never probed, always healthy. */
+export interface BackendWithHealth {
+  /** Unique backend id. */
+  readonly id: string;
+  /** `host:port` (IPv6 as `[::1]:8080`). */
+  readonly address: string;
+  /** Ignored by the checker; present so config backends can be passed as they are. */
+  readonly weight?: number;
+  /** Probe settings; missing fields take the spec's defaults. */
+  readonly health_check?: Partial<HealthCheckConfig>;
+  /** HTTP client for this backend's probes (overrides the checker's). */
+  readonly client?: Deno.HttpClient;
+}
+
+/** What a probe passes to `fetch`. */
+export type ProbeInit = RequestInit & { client?: Deno.HttpClient };
+
+/** A `fetch`-compatible function used for probes. */
+export type ProbeFetch = (url: string, init: ProbeInit) => Promise<Response>;
+
+/** A health state change reported by {@link HealthChecker}. */
+export interface HealthTransitionEvent {
+  /** Backend id. */
+  readonly id: string;
+  /** State before. */
+  readonly from: HealthStatus;
+  /** State after. */
+  readonly to: HealthStatus;
+  /** For `to: "unhealthy"`: why the last probe failed. */
+  readonly reason?: string;
+}
+
+/** Options of {@link HealthChecker}. */
+export interface HealthCheckerOptions {
+  /** The backends; ids must be unique (later duplicates are ignored). */
+  readonly backends: readonly BackendWithHealth[];
+  /**
+   * Probe transport. Default: the global `fetch` with an HTTP/2-only client
+   * (`Deno.createHttpClient({ http1: false, http2: true })`, i.e. h2c with
+   * prior knowledge) that the checker creates in `start()` and closes in `stop()`.
+   */
+  readonly fetch?: ProbeFetch;
+  /** Clock for the state machine and the probe schedule; default `performance.now()`. */
+  readonly clock?: Clock;
+  /** Schedules `fn` after `ms`; default the global `setTimeout`. Returns a handle for `clearTimeout`. */
+  readonly setTimeout?: (fn: () => void, ms: number) => unknown;
+  /** Cancels a handle returned by `setTimeout`; default the global `clearTimeout`. */
+  readonly clearTimeout?: (handle: never) => void;
+  /** `User-Agent` of probes, `spooky/<version>`. */
+  readonly userAgent: string;
+  /** Called on every state change (after it is logged). Exceptions are logged and ignored. */
+  readonly onTransition?: (ev: HealthTransitionEvent) => void;
+}
+
+/** Outcome of one probe. */
+interface ProbeResult {
+  readonly ok: boolean;
+  readonly reason?: string;
+}
+
+interface Target {
+  readonly id: string;
+  readonly url: string;
+  readonly host: string;
+  readonly hc: HealthCheckConfig;
+  readonly client: Deno.HttpClient | undefined;
+  readonly state: HealthState;
+  timer: unknown;
+  inflight: Promise<void> | undefined;
+  controller: AbortController | undefined;
+  lastReason: string | undefined;
+}
+
+/**
+ * Probes each backend with a `health_check` every `interval` ms: `method`
+ * to `http://<address><path>` with `Host: <address>` and the configured
+ * `User-Agent`, aborted after `timeout_ms`. A 2xx status is a success,
+ * anything else (other status, connection error, timeout) a failure. The
+ * body is never read: it is cancelled.
+ *
+ * Scheduling: the first probe of every backend starts in `start()` without
+ * waiting; each backend then runs its own loop, so a slow backend never
+ * delays another, and a probe never overlaps the previous probe of the same
+ * backend: the next one starts `interval` ms after the previous one started,
+ * or as soon as it ended when it took longer than that.
+ *
+ * Logging (category `proxy.health`): every failed probe logs `health check
+ * failed` at warn with the backend id and reason, except that repeats of the
+ * same reason while the backend is already unhealthy go to debug;
+ * transitions log `backend <id> is now unhealthy` (warn) and `backend <id>
+ * is now healthy` (info).
+ *
+ * @example
+ * ```ts
+ * const checker = new HealthChecker({
+ *   backends: config.upstream.api.backends,
+ *   userAgent: USER_AGENT,
+ *   onTransition: (ev) => metrics.backendHealth(ev.id, ev.to),
+ * });
+ * checker.start();
+ * const order = balancer.candidates(req, (id) => checker.isHealthy(id));
+ * // ... on shutdown:
+ * await checker.stop();
+ * ```
+ */
+export class HealthChecker {
+  readonly #targets = new Map<string, Target | null>();
+  readonly #fetch: ProbeFetch | undefined;
+  readonly #clock: Clock;
+  readonly #setTimeout: (fn: () => void, ms: number) => unknown;
+  readonly #clearTimeout: (handle: never) => void;
+  readonly #userAgent: string;
+  readonly #onTransition: ((ev: HealthTransitionEvent) => void) | undefined;
+  #ownClient: Deno.HttpClient | undefined;
+  #running = false;
+
+  /** @throws {RangeError} for invalid thresholds, interval or timeout. */
+  constructor(opts: HealthCheckerOptions) {
+    this.#fetch = opts.fetch;
+    this.#clock = opts.clock ?? MONOTONIC_CLOCK;
+    this.#setTimeout = opts.setTimeout ?? ((fn, ms) => setTimeout(fn, ms));
+    this.#clearTimeout = opts.clearTimeout ??
+      ((id: never) => clearTimeout(id as ReturnType<typeof setTimeout>));
+    this.#userAgent = opts.userAgent;
+    this.#onTransition = opts.onTransition;
+    for (const b of opts.backends) {
+      if (this.#targets.has(b.id)) continue;
+      if (b.health_check === undefined) {
+        this.#targets.set(b.id, null);
+        continue;
+      }
+      const hc = withHealthDefaults(b.health_check);
+      for (const [name, v] of [["interval", hc.interval], ["timeout_ms", hc.timeout_ms]] as const) {
+        if (!(v > 0) || !Number.isFinite(v)) throw new RangeError(`${name} must be > 0`);
+      }
+      const path = hc.path.startsWith("/") ? hc.path : `/${hc.path}`;
+      this.#targets.set(b.id, {
+        id: b.id,
+        url: `http://${b.address}${path}`,
+        host: b.address,
+        hc: { ...hc, method: hc.method.toUpperCase() },
+        client: b.client,
+        state: new HealthState(hc),
+        timer: undefined,
+        inflight: undefined,
+        controller: undefined,
+        lastReason: undefined,
+      });
+    }
+  }
+
+  /** Starts probing (the first probe of each backend at once). Calling it again is a no-op. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    if (this.#fetch === undefined && this.#ownClient === undefined && this.#hasTargets()) {
+      this.#ownClient = Deno.createHttpClient({ http1: false, http2: true });
+    }
+    for (const t of this.#targets.values()) {
+      if (t !== null && t.timer === undefined && t.inflight === undefined) this.#probe(t);
+    }
+  }
+
+  /**
+   * Stops probing: cancels pending timers, aborts probes in flight and waits
+   * for them to settle, then closes the HTTP client it created. Results of
+   * aborted probes are discarded. `start()` may be called again afterwards.
+   */
+  async stop(): Promise<void> {
+    this.#running = false;
+    const pending: Promise<void>[] = [];
+    for (const t of this.#targets.values()) {
+      if (t === null) continue;
+      if (t.timer !== undefined) {
+        this.#clearTimeout(t.timer as never);
+        t.timer = undefined;
+      }
+      t.controller?.abort(new DOMException("health checker stopped", "AbortError"));
+      if (t.inflight !== undefined) pending.push(t.inflight);
+    }
+    await Promise.all(pending);
+    if (!this.#running && this.#ownClient !== undefined) {
+      this.#ownClient.close();
+      this.#ownClient = undefined;
+    }
+  }
+
+  /**
+   * Whether a backend is healthy. Backends without `health_check`, and ids
+   * this checker does not know, are healthy (they are not checked).
+   */
+  isHealthy(id: string): boolean {
+    const t = this.#targets.get(id);
+    return t === undefined || t === null || t.state.status === "healthy";
+  }
+
+  /** Every known backend and its state (backends without `health_check` are healthy). */
+  snapshot(): Record<string, HealthStatus> {
+    const out: Record<string, HealthStatus> = {};
+    for (const [id, t] of this.#targets) out[id] = t === null ? "healthy" : t.state.status;
+    return out;
+  }
+
+  #hasTargets(): boolean {
+    for (const t of this.#targets.values()) if (t !== null) return true;
+    return false;
+  }
+
+  #probe(t: Target): void {
+    t.timer = undefined;
+    if (!this.#running) return;
+    const startedAt = this.#clock.now();
+    t.inflight = this.#probeOnce(t).then((result) => {
+      if (this.#running) this.#record(t, result);
+    }).catch((err) => {
+      log.error("health probe of backend {id} crashed: {error}", { id: t.id, error: err });
+    }).finally(() => {
+      t.inflight = undefined;
+      if (!this.#running || t.timer !== undefined) return;
+      const delay = Math.max(0, startedAt + t.hc.interval - this.#clock.now());
+      t.timer = this.#setTimeout(() => this.#probe(t), delay);
+    });
+  }
+
+  async #probeOnce(t: Target): Promise<ProbeResult> {
+    const controller = new AbortController();
+    t.controller = controller;
+    let timedOut = false;
+    const timer = this.#setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException(`timeout after ${t.hc.timeout_ms} ms`, "TimeoutError"));
+    }, t.hc.timeout_ms);
+    try {
+      const init: ProbeInit = {
+        method: t.hc.method,
+        headers: { "host": t.host, "user-agent": this.#userAgent },
+        signal: controller.signal,
+        redirect: "manual",
+      };
+      const client = t.client ?? this.#ownClient;
+      if (client !== undefined) init.client = client;
+      const fetchFn = this.#fetch ?? fetch;
+      const res = await fetchFn(t.url, init);
+      try {
+        await res.body?.cancel();
+      } catch {
+        // The status is all we need; a body that fails to cancel does not matter.
+      }
+      if (res.status >= 200 && res.status < 300) return { ok: true };
+      return { ok: false, reason: `status ${res.status}` };
+    } catch (err) {
+      if (timedOut) return { ok: false, reason: `timeout after ${t.hc.timeout_ms} ms` };
+      return { ok: false, reason: describeError(err) };
+    } finally {
+      this.#clearTimeout(timer as never);
+      t.controller = undefined;
+    }
+  }
+
+  #record(t: Target, result: ProbeResult): void {
+    const now = this.#clock.now();
+    if (result.ok) {
+      t.lastReason = undefined;
+      const tr = t.state.recordSuccess(now);
+      if (tr !== null) {
+        log.info("backend {id} is now healthy", { id: t.id, from: tr.from, to: tr.to });
+        this.#emit({ id: t.id, from: tr.from, to: tr.to });
+      }
+      return;
+    }
+    const reason = result.reason ?? "failed";
+    const repeat = t.state.status === "unhealthy" && t.lastReason === reason;
+    t.lastReason = reason;
+    const props = { id: t.id, reason, url: t.url };
+    if (repeat) log.debug("health check failed for backend {id}: {reason}", props);
+    else log.warn("health check failed for backend {id}: {reason}", props);
+    const tr = t.state.recordFailure(now, reason);
+    if (tr !== null) {
+      log.warn("backend {id} is now unhealthy ({reason})", { id: t.id, reason, from: tr.from });
+      this.#emit({ id: t.id, from: tr.from, to: tr.to, reason });
+    }
+  }
+
+  #emit(ev: HealthTransitionEvent): void {
+    if (this.#onTransition === undefined) return;
+    try {
+      this.#onTransition(ev);
+    } catch (err) {
+      log.error("onTransition callback failed for backend {id}: {error}", {
+        id: ev.id,
+        error: err,
+      });
+    }
+  }
+}
+
+/** A short reason for a failed fetch: the innermost cause's message. */
+function describeError(err: unknown): string {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e instanceof Error && e.cause !== undefined; depth++) {
+    e = e.cause;
+  }
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  return String(e);
+}

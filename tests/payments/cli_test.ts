@@ -1,0 +1,59 @@
+/** The `payments/main.ts` command line. */
+import assert from "node:assert/strict";
+import { spawnServer } from "./_server_process.ts";
+
+const ROOT = new URL("../../", import.meta.url);
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const r = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "payments/main.ts", ...args],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const d = new TextDecoder();
+  return { code: r.code, out: d.decode(r.stdout), err: d.decode(r.stderr) };
+}
+
+Deno.test("cli: --help prints the flags; bad flags and ports exit 2", async () => {
+  const help = await run(["--help"]);
+  assert.equal(help.code, 0);
+  for (const flag of ["--hostname", "--port", "--kv", "--base-path", "--token", "--cert"]) {
+    assert.ok(help.out.includes(flag), flag);
+  }
+  assert.equal((await run(["--nope"])).code, 2);
+  assert.equal((await run(["--port", "70000"])).code, 2);
+  assert.equal((await run(["--cert", "x.pem"])).code, 2);
+});
+
+Deno.test("cli: PAYMENTS_TOKENS and a generated token", async () => {
+  const a = await spawnServer(["--port", "0", "--kv", ":memory:"], {
+    PAYMENTS_TOKENS: "one, two",
+  });
+  try {
+    for (const t of ["one", "two"]) {
+      const r = await fetch(`${a.url}/vendor/v4/customers/x/cards`, {
+        headers: { authorization: `Bearer ${t}` },
+      });
+      assert.equal(r.status, 200, t);
+      await r.body?.cancel();
+    }
+    assert.ok(!a.lines.some((l) => l.startsWith("Generated bearer token")));
+  } finally {
+    await a.stop();
+  }
+  const b = await spawnServer(["--port", "0", "--kv", ":memory:"]);
+  try {
+    const line = b.lines.find((l) => l.startsWith("Generated bearer token: "));
+    assert.ok(line);
+    const token = line.slice("Generated bearer token: ".length);
+    const r = await fetch(`${b.url}/vendor/v4/customers/x/cards`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(r.status, 200);
+    await r.body?.cancel();
+  } finally {
+    await b.stop();
+  }
+});
