@@ -47,11 +47,11 @@ export interface Harness {
   close(): void;
 }
 
-/** Build a harness (call `close()` at the end). */
-export async function harness(opts: { basePaths?: string[]; now?: () => Date } = {}): Promise<
-  Harness
-> {
-  const kv = await Deno.openKv(":memory:");
+/** Build a harness over an open (in-memory) KV; `close()` closes it. */
+export function harness(
+  kv: Deno.Kv,
+  opts: { basePaths?: string[]; now?: () => Date } = {},
+): Harness {
   const app = createApp({
     kv,
     tokens: [TEST_TOKEN, "second-token"],

@@ -5,7 +5,7 @@ import { honoPath } from "./routes/_endpoint.ts";
 import { CARD, harness, TEST_TOKEN } from "./_testing.ts";
 
 Deno.test("GET /health is public and returns status ok with a timestamp", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("GET", "/health", undefined, { authorization: "" });
   assert.equal(r.status, 200);
   Health.parse(r.body);
@@ -14,7 +14,7 @@ Deno.test("GET /health is public and returns status ok with a timestamp", async 
 });
 
 Deno.test("auth: missing, wrong or non-Bearer token → 401 envelope; any configured token works", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   for (const auth of ["", "Bearer nope", `Basic ${TEST_TOKEN}`, "Bearer"]) {
     const r = await h.req("GET", "customers/c1/cards", undefined, { authorization: auth });
     assert.equal(r.status, 401, auth);
@@ -30,7 +30,7 @@ Deno.test("auth: missing, wrong or non-Bearer token → 401 envelope; any config
 });
 
 Deno.test("unknown path → 404 PMT-4000 envelope (with and without base path)", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   for (const p of ["/nope", "/vendor/v4/nope", "/vendor/v4/payments/charges/x/y/z"]) {
     const r = await h.req("GET", p);
     assert.equal(r.status, 404, p);
@@ -42,7 +42,7 @@ Deno.test("unknown path → 404 PMT-4000 envelope (with and without base path)",
 });
 
 Deno.test("malformed JSON, non-object JSON and non-UTF-8 bodies → 400 envelope", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   for (const body of ["{", "[1]", "42", "null", '"s"', '{"amount":}']) {
     const r = await h.req("POST", "payments/charges", body);
     assert.equal(r.status, 400, body);
@@ -60,7 +60,7 @@ Deno.test("malformed JSON, non-object JSON and non-UTF-8 bodies → 400 envelope
 });
 
 Deno.test("body over 64 KiB → 413, by content-length and by streamed size", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const big = JSON.stringify({ description: "x".repeat(70 * 1024) });
   const r = await h.req("POST", "payments/charges", big);
   assert.equal(r.status, 413);
@@ -92,7 +92,7 @@ Deno.test("body over 64 KiB → 413, by content-length and by streamed size", as
 });
 
 Deno.test("extra base paths serve the same API; state is shared", async () => {
-  const h = await harness({ basePaths: ["/vendor/v4", "/acme/v4/"] });
+  const h = harness(await Deno.openKv(":memory:"), { basePaths: ["/vendor/v4", "/acme/v4/"] });
   const a = await h.req("POST", "/acme/v4/customers/c1/cards", CARD);
   assert.equal(a.status, 201);
   const b = await h.req("GET", `/vendor/v4/customers/c1/cards/${a.body.id}`);
@@ -101,7 +101,7 @@ Deno.test("extra base paths serve the same API; state is shared", async () => {
 });
 
 Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer security", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("GET", "/openapi.json", undefined, { authorization: "" });
   assert.equal(r.status, 200);
   const doc = r.body;
@@ -123,7 +123,7 @@ Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer se
 });
 
 Deno.test("GET /docs serves a self-contained page without external resources", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const res = await h.app.request("/docs");
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type") ?? "", /text\/html/);

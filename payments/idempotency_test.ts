@@ -11,7 +11,7 @@ async function count(h: Harness, prefix: Deno.KvKey): Promise<number> {
 const CHARGE = { amount: "100.00", currency: "USD", card: CARD };
 
 Deno.test("idempotency: a repeated create returns the original status and body, one charge", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "r-1" });
   const b = await h.req("POST", "payments/charges", { ...CHARGE, amount: "5.00" }, {
     "Request-Id": "r-1",
@@ -28,7 +28,7 @@ Deno.test("idempotency: a repeated create returns the original status and body, 
 });
 
 Deno.test("idempotency: a repeated capture replays 200 instead of failing as a second capture", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const c = await h.req("POST", "payments/charges", CHARGE);
   const x = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
     "Request-Id": "cap",
@@ -47,7 +47,7 @@ Deno.test("idempotency: a repeated capture replays 200 instead of failing as a s
 });
 
 Deno.test("idempotency: same Request-Id on another operation → 400 requestId is invalid.", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const c = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "shared" });
   const r = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
     "Request-Id": "shared",
@@ -72,7 +72,7 @@ Deno.test("idempotency: same Request-Id on another operation → 400 requestId i
 });
 
 Deno.test("idempotency: failures are not recorded; a fixed retry succeeds", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const bad = await h.req("POST", "payments/charges", { ...CHARGE, amount: "x" }, {
     "Request-Id": "retry",
   });
@@ -83,7 +83,7 @@ Deno.test("idempotency: failures are not recorded; a fixed retry succeeds", asyn
 });
 
 Deno.test("idempotency: 20 concurrent duplicates create exactly one resource", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const results = await Promise.all(
     Array.from(
       { length: 20 },
@@ -105,7 +105,7 @@ Deno.test("idempotency: 20 concurrent duplicates create exactly one resource", a
 });
 
 Deno.test("race: 20 concurrent full refunds of one charge → exactly one succeeds", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const c = await h.req("POST", "payments/charges", { ...CHARGE, capture: true });
   const results = await Promise.all(
     Array.from(
@@ -120,7 +120,7 @@ Deno.test("race: 20 concurrent full refunds of one charge → exactly one succee
 });
 
 Deno.test("race: concurrent partial refunds never exceed the captured amount", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const c = await h.req("POST", "payments/charges", { ...CHARGE, capture: true });
   const results = await Promise.all(
     Array.from(
@@ -138,7 +138,7 @@ Deno.test("race: concurrent partial refunds never exceed the captured amount", a
 });
 
 Deno.test("race: concurrent captures → exactly one; concurrent voids → exactly one", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const c = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "v1" });
   const caps = await Promise.all(
     Array.from({ length: 10 }, () => h.req("POST", `payments/charges/${c.body.id}/capture`, {})),
@@ -152,7 +152,7 @@ Deno.test("race: concurrent captures → exactly one; concurrent voids → exact
 });
 
 Deno.test("race: one token used by concurrent charges pays exactly one", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const t = await h.req("POST", "payments/tokens", { card: CARD });
   const results = await Promise.all(
     Array.from(

@@ -14,7 +14,22 @@
  */
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
-import { DEFAULT_KV_PATH, startPaymentsServer } from "./server.ts";
+import { startPaymentsServer } from "./server.ts";
+
+/** Default KV location. */
+export const DEFAULT_KV_PATH = "./data/payments.kv";
+
+/**
+ * Open a Deno KV store: `":memory:"`, an `http(s)://` KV Connect URL (token
+ * in `DENO_KV_ACCESS_TOKEN`), or a file path whose folder is created.
+ */
+export async function openKvAt(location: string): Promise<Deno.Kv> {
+  if (location !== ":memory:" && !/^https?:\/\//.test(location)) {
+    const slash = location.lastIndexOf("/");
+    if (slash > 0) await Deno.mkdir(location.slice(0, slash), { recursive: true });
+  }
+  return await Deno.openKv(location);
+}
 
 const USAGE = `Usage: deno task payments [options]
   --hostname H        interface to bind (default 127.0.0.1)
@@ -77,7 +92,7 @@ async function main(): Promise<number> {
   const server = await startPaymentsServer({
     hostname: values.hostname,
     port,
-    kv: values.kv,
+    kv: () => openKvAt(values.kv),
     basePaths: values["base-path"],
     tokens,
     cert: values.cert ? await Deno.readTextFile(values.cert) : undefined,

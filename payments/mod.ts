@@ -4,7 +4,7 @@
  * @example
  * ```ts
  * import { startPaymentsServer } from "./payments/mod.ts";
- * const srv = await startPaymentsServer({ port: 0, kv: ":memory:" });
+ * const srv = await startPaymentsServer({ port: 0, kv: await Deno.openKv(":memory:") });
  * // srv.url, srv.token
  * await srv.shutdown();
  * ```
@@ -13,7 +13,6 @@
  */
 export { buildOpenApiDocument, createApp, DEFAULT_BASE_PATH, type PaymentsDeps } from "./app.ts";
 export {
-  DEFAULT_KV_PATH,
   generateToken,
   type PaymentsServer,
   type PaymentsServerOptions,

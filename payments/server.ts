@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * const srv = await startPaymentsServer({ port: 0, kv: ":memory:", tokens: ["t"] });
+ * const srv = await startPaymentsServer({ port: 0, kv: await Deno.openKv(":memory:"), tokens: ["t"] });
  * console.log(srv.url);
  * await srv.shutdown();
  * ```
@@ -13,12 +13,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { createApp, DEFAULT_BASE_PATH } from "./app.ts";
-import { openKv } from "./store/kv_store.ts";
 
 const log = getLogger(["payments", "server"]);
-
-/** Default KV location. */
-export const DEFAULT_KV_PATH = "./data/payments.kv";
 
 /** Options of {@link startPaymentsServer}. */
 export interface PaymentsServerOptions {
@@ -26,8 +22,13 @@ export interface PaymentsServerOptions {
   hostname?: string;
   /** Port; `0` picks a free one. Default 8081. */
   port?: number;
-  /** KV file path, `:memory:` or a KV Connect URL; default `./data/payments.kv`. */
-  kv?: string;
+  /**
+   * The store: an open Deno KV handle, or a function opening one (main.ts
+   * passes an opener for a file path, `:memory:` or a KV Connect URL).
+   */
+  kv: Deno.Kv | (() => Promise<Deno.Kv>);
+  /** Close the KV handle on shutdown; default true. */
+  closeKv?: boolean;
   /** Base paths; default `["/vendor/v4"]`. */
   basePaths?: string[];
   /** Bearer tokens; when empty one is generated (see `generatedToken`). */
@@ -56,7 +57,7 @@ export interface PaymentsServer {
   generatedToken: boolean;
   /** Base paths served. */
   basePaths: string[];
-  /** Stop accepting, finish in-flight requests, close the KV store. */
+  /** Stop accepting, finish in-flight requests, close the KV store (unless `closeKv: false`). */
   shutdown(): Promise<void>;
 }
 
@@ -68,13 +69,14 @@ export function generateToken(): string {
 
 /** Start the server; resolves once it listens. */
 export async function startPaymentsServer(
-  opts: PaymentsServerOptions = {},
+  opts: PaymentsServerOptions,
 ): Promise<PaymentsServer> {
   const tokens = (opts.tokens ?? []).filter((t) => t !== "");
   const generatedToken = tokens.length === 0;
   if (generatedToken) tokens.push(generateToken());
   const basePaths = opts.basePaths?.length ? [...opts.basePaths] : [DEFAULT_BASE_PATH];
-  const kv = await openKv(opts.kv ?? DEFAULT_KV_PATH);
+  const kv = typeof opts.kv === "function" ? await opts.kv() : opts.kv;
+  const closeKv = opts.closeKv ?? true;
   const app = createApp({ kv, tokens, basePaths, now: opts.now });
   const hostname = opts.hostname ?? "127.0.0.1";
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -105,7 +107,7 @@ export async function startPaymentsServer(
       : Deno.serve(common, app.fetch);
     await listening.promise;
   } catch (err) {
-    kv.close();
+    if (closeKv) kv.close();
     throw err;
   }
   const addr = server.addr;
@@ -123,7 +125,7 @@ export async function startPaymentsServer(
     shutdown() {
       closed ??= (async () => {
         await server.shutdown();
-        kv.close();
+        if (closeKv) kv.close();
       })();
       return closed;
     },

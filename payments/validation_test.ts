@@ -6,7 +6,7 @@ import { BANK, CARD, harness } from "./_testing.ts";
 type Case = [string, unknown, "PMT-4000" | "PMT-4002" | null, string?];
 
 async function check(path: string, base: Record<string, unknown>, field: string, cases: Case[]) {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   try {
     for (const [label, value, code, detail] of cases) {
       const body = structuredClone(base);
@@ -166,7 +166,7 @@ Deno.test("bounds: context flags are booleans or 'true'/'false'", async () => {
 });
 
 Deno.test("several bad fields are all listed", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "payments/charges", { amount: "x", card: { number: "1" } });
   assert.equal(r.status, 400);
   const details = r.body.errors.map((e: { detail: string }) => e.detail);
@@ -177,7 +177,7 @@ Deno.test("several bad fields are all listed", async () => {
 });
 
 Deno.test("never a 500: arbitrary JSON bodies and headers on every write endpoint", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const writes = ALL_ENDPOINTS.filter((e) => e.route.method === "post");
   try {
     await fc.assert(

@@ -62,9 +62,15 @@ class BackendTimeout extends Error {
   }
 }
 
+/**
+ * Whether the request never reached the backend (so a retry is safe). Deno's
+ * fetch reports these as `TypeError: fetch failed` with a cause such as
+ * `client error (Connect): tcp connect error: Connection refused`.
+ */
 function isConnectError(err: unknown): boolean {
-  const text = `${err}`;
-  return /connect|refused|unreachable|dns error|reset before headers/i.test(text);
+  const text = `${err} ${(err as Error)?.cause ?? ""}`;
+  return /\(Connect\)|tcp connect error|connection refused|dns error|network is unreachable/i
+    .test(text);
 }
 
 async function readAll(

@@ -100,7 +100,7 @@ export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unkn
 }
 
 /** Send a reply as JSON. */
-export function send(c: Context, r: Reply): Response {
+export function send(r: Reply): Response {
   const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
   for (const [k, v] of Object.entries(r.headers ?? {})) headers.set(k, v);
   return new Response(JSON.stringify(r.body), { status: r.status, headers });
@@ -113,7 +113,7 @@ export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
     app.on(
       ep.route.method.toUpperCase(),
       honoPath(ep.route.path),
-      async (c) => send(c, await ep.handle({ c, svc })),
+      async (c) => send(await ep.handle({ c, svc })),
     );
   }
   return app;

@@ -4,7 +4,7 @@ import { sha512Base64 } from "../domain/card_rules.ts";
 import { BANK, harness } from "../_testing.ts";
 
 Deno.test("bank accounts: create masks the number and returns its digest once", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "customers/c1/bank-accounts", { ...BANK, default: true });
   assert.equal(r.status, 201);
   const ba = S.BankAccount.strict().parse(r.body);
@@ -25,7 +25,7 @@ Deno.test("bank accounts: create masks the number and returns its digest once", 
 });
 
 Deno.test("bank accounts: list newest first, delete by id, 404 after", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const a = await h.req("POST", "customers/c1/bank-accounts", BANK);
   const b = await h.req("POST", "customers/c1/bank-accounts", {
     ...BANK,

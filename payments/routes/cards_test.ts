@@ -4,7 +4,7 @@ import { sha512Base64 } from "../domain/card_rules.ts";
 import { CARD, harness } from "../_testing.ts";
 
 Deno.test("cards: create returns the create subset, masked, expiry as strings", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "customers/cust1/cards", {
     ...CARD,
     default: true,
@@ -23,7 +23,7 @@ Deno.test("cards: create returns the create subset, masked, expiry as strings", 
 });
 
 Deno.test("cards: get returns the full card with digest and observed constants", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body: created } = await h.req("POST", "customers/cust1/cards", {
     ...CARD,
     address: "1 Main St, Springfield",
@@ -47,7 +47,7 @@ Deno.test("cards: get returns the full card with digest and observed constants",
 });
 
 Deno.test("cards: list is newest first and per customer; delete removes", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const ids: string[] = [];
   for (const number of ["4111111111111111", "5555555555554444", "378282246310005"]) {
     const r = await h.req("POST", "customers/c9/cards", { ...CARD, number });
@@ -72,7 +72,7 @@ Deno.test("cards: list is newest first and per customer; delete removes", async 
 });
 
 Deno.test("cards: empty list and unknown card", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   assert.deepEqual((await h.req("GET", "customers/nobody/cards")).body, []);
   const r = await h.req("GET", "customers/nobody/cards/card_x");
   assert.equal(r.status, 404);

@@ -14,7 +14,7 @@ async function charge(h: Harness, extra: Record<string, unknown> = {}, rid?: str
 }
 
 Deno.test("charge: capture defaults to false → AUTHORIZED; full response shape", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await charge(h, {
     description: "order 1",
     context: { mobile: "true", isEcommerce: "false", tax: "1.00" },
@@ -40,7 +40,7 @@ Deno.test("charge: capture defaults to false → AUTHORIZED; full response shape
 });
 
 Deno.test("charge: capture true → CAPTURED; capturing it again → 400", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h, { capture: true, amount: 12.5 });
   assert.equal(body.status, "CAPTURED");
   assert.equal(body.amount, "12.50");
@@ -51,7 +51,7 @@ Deno.test("charge: capture true → CAPTURED; capturing it again → 400", async
 });
 
 Deno.test("capture: once, amount ≤ authorized → CAPTURED with captureDetail; second → 400", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h);
   const over = await h.req("POST", `payments/charges/${body.id}/capture`, { amount: "100.01" });
   assert.equal(over.status, 400);
@@ -77,7 +77,7 @@ Deno.test("capture: once, amount ≤ authorized → CAPTURED with captureDetail;
 });
 
 Deno.test("refunds: many on a captured charge, total ≤ captured; charge reads REFUNDED", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h, { capture: true });
   const r1 = await h.req("POST", `payments/charges/${body.id}/refunds`, {
     amount: "30.00",
@@ -106,7 +106,7 @@ Deno.test("refunds: many on a captured charge, total ≤ captured; charge reads 
 });
 
 Deno.test("refunds: no amount refunds the remaining balance", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h, { capture: true, amount: "10.00" });
   await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "4.00" });
   const rest = await h.req("POST", `payments/charges/${body.id}/refunds`, {});
@@ -115,7 +115,7 @@ Deno.test("refunds: no amount refunds the remaining balance", async () => {
 });
 
 Deno.test("refund of an authorization: full → CANCELLED, partial → 400", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h);
   const part = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "50.00" });
   assert.equal(part.status, 400);
@@ -127,7 +127,7 @@ Deno.test("refund of an authorization: full → CANCELLED, partial → 400", asy
 });
 
 Deno.test("void by the charge's Request-Id → VOID ISSUED; charge CANCELLED; twice → 400", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const { body } = await charge(h, {}, "order-42");
   const v = await h.req("POST", "payments/txn-requests/order-42/void", undefined, {
     "Request-Id": "void-42",
@@ -145,7 +145,7 @@ Deno.test("void by the charge's Request-Id → VOID ISSUED; charge CANCELLED; tw
 });
 
 Deno.test("void works with the generated Request-Id returned on create", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await charge(h, { capture: true });
   const rid = r.headers.get("request-id")!;
   const v = await h.req("POST", `payments/txn-requests/${rid}/void`, {});
@@ -155,7 +155,7 @@ Deno.test("void works with the generated Request-Id returned on create", async (
 });
 
 Deno.test("triggers: emulate=10401 declines (201 DECLINED), then operations are PMT-5000", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await charge(h, { card: { ...CARD, name: "Jo emulate=10401" }, capture: true });
   assert.equal(r.body.status, "DECLINED");
   for (const op of ["capture", "refunds"]) {
@@ -167,7 +167,7 @@ Deno.test("triggers: emulate=10401 declines (201 DECLINED), then operations are 
 });
 
 Deno.test("triggers: emulate=10301 → 400 PMT-4000 on card.number", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "payments/charges", {
     amount: "1.00",
     currency: "USD",
@@ -181,7 +181,7 @@ Deno.test("triggers: emulate=10301 → 400 PMT-4000 on card.number", async () =>
 });
 
 Deno.test("triggers: emulate=10201 → PMT-6000 system error (not 500)", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "payments/charges", {
     amount: "1.00",
     currency: "USD",
@@ -195,7 +195,7 @@ Deno.test("triggers: emulate=10201 → PMT-6000 system error (not 500)", async (
 });
 
 Deno.test("charge: card or token is required; not both", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const none = await h.req("POST", "payments/charges", { amount: "1.00", currency: "USD" });
   assert.equal(none.status, 400);
   assert.equal(none.body.errors[0].code, "PMT-4002");

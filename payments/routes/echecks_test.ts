@@ -3,7 +3,7 @@ import * as S from "../../shared/payments_schemas.ts";
 import { BANK, harness } from "../_testing.ts";
 
 Deno.test("e-checks: capitalised spec form → PENDING, masked account and routing", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("POST", "payments/echecks", {
     Amount: "25.5",
     PaymentMode: "WEB",
@@ -35,7 +35,7 @@ Deno.test("e-checks: capitalised spec form → PENDING, masked account and routi
 });
 
 Deno.test("e-checks: lower camelCase form; paymentMode must be WEB; bank account or token", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const ok = await h.req("POST", "payments/echecks", {
     amount: 10,
     paymentMode: "WEB",

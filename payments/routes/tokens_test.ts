@@ -3,7 +3,7 @@ import * as S from "../../shared/payments_schemas.ts";
 import { BANK, CARD, harness } from "../_testing.ts";
 
 Deno.test("tokens: no auth needed; a card token pays one charge, once", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   const t = await h.req("POST", "payments/tokens", { card: CARD }, { authorization: "" });
   assert.equal(t.status, 201);
   const tok = S.Token.strict().parse(t.body);
@@ -30,7 +30,7 @@ Deno.test("tokens: no auth needed; a card token pays one charge, once", async ()
 
 Deno.test("tokens: expire after 15 minutes; kind must match the payment", async () => {
   let now = new Date("2026-06-15T12:00:00Z");
-  const h = await harness({ now: () => now });
+  const h = harness(await Deno.openKv(":memory:"), { now: () => now });
   const card = (await h.req("POST", "payments/tokens", { card: CARD })).body.id;
   const bank = (await h.req("POST", "payments/tokens", { bankAccount: BANK })).body.id;
   const wrongKind = await h.req("POST", "payments/echecks", {
@@ -57,7 +57,7 @@ Deno.test("tokens: expire after 15 minutes; kind must match the payment", async 
 });
 
 Deno.test("tokens: validation applies; one of card or bankAccount", async () => {
-  const h = await harness();
+  const h = harness(await Deno.openKv(":memory:"));
   assert.equal((await h.req("POST", "payments/tokens", {})).body.errors[0].code, "PMT-4002");
   const bad = await h.req("POST", "payments/tokens", { card: { ...CARD, cvc: "12" } });
   assert.equal(bad.status, 400);

@@ -157,16 +157,3 @@ export class PaymentsStore {
     throw PaymentsError.system("storage contention; retry the request", 503);
   }
 }
-
-/**
- * Open a Deno KV store: `":memory:"`, an `http(s)://` KV Connect URL (token
- * in `DENO_KV_ACCESS_TOKEN`), or a file path whose folder is created.
- */
-export async function openKv(location: string): Promise<Deno.Kv> {
-  if (location === ":memory:" || /^https?:\/\//.test(location)) {
-    return await Deno.openKv(location);
-  }
-  const slash = location.lastIndexOf("/");
-  if (slash > 0) await Deno.mkdir(location.slice(0, slash), { recursive: true });
-  return await Deno.openKv(location);
-}

@@ -3,6 +3,7 @@
  */
 
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { backends, request, seededRandom } from "./_test_util.ts";
 import { createBalancer } from "./create_balancer.ts";
 import type { BackendRef, Balancer, BalanceRequest, LoadBalancingConfig } from "./types.ts";
@@ -150,5 +151,50 @@ for (const s of SUBJECTS) {
       }).map((b) => b.id);
       assert.deepEqual([...order].sort(), ["a", "b", "d"]);
     }
+  });
+}
+
+for (const s of SUBJECTS) {
+  Deno.test(`${s.name}: property: candidates = the available, non-drained backends, once each`, () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            id: fc.constantFrom("a", "b", "c", "d", "e", "f", "g", "h"),
+            weight: fc.oneof(
+              fc.constant(0),
+              fc.integer({ min: 1, max: 1000 }),
+              fc.double({
+                min: 0.001,
+                max: 10,
+                noNaN: true,
+              }),
+            ),
+            up: fc.boolean(),
+          }),
+          { maxLength: 12 },
+        ),
+        fc.array(fc.nat(1000), { minLength: 1, maxLength: 5 }),
+        (specs, requests) => {
+          const list = specs.map((x, i) => ({
+            id: x.id,
+            address: `10.0.0.${i}:80`,
+            weight: x.weight,
+          }));
+          const firstById = new Map<string, (typeof specs)[number]>();
+          for (const x of specs) if (!firstById.has(x.id)) firstById.set(x.id, x);
+          const up = (id: string) => firstById.get(id)?.up === true;
+          const expected = [...firstById.values()].filter((x) => x.up && x.weight > 0).map((x) =>
+            x.id
+          ).sort();
+          const lb = make(s, list);
+          for (const i of requests) {
+            const got = lb.candidates(s.request(i), up).map((b) => b.id);
+            assert.deepEqual([...got].sort(), expected);
+          }
+        },
+      ),
+      { numRuns: 300, seed: 1 },
+    );
   });
 }

@@ -60,8 +60,12 @@ export class RandomBalancer implements Balancer {
   #sample(pool: BackendRef[], reentrant: boolean): BackendRef[] {
     const m = pool.length;
     // Fenwick tree of the remaining weights: each draw and removal is O(log m).
-    const tree = reentrant ? new Float64Array(m + 1) : this.#tree.fill(0, 0, m + 1);
-    const taken = reentrant ? new Uint8Array(m) : this.#taken.fill(0, 0, m);
+    const tree = reentrant ? new Float64Array(m + 1) : this.#tree;
+    const taken = reentrant ? new Uint8Array(m) : this.#taken;
+    if (!reentrant) {
+      tree.fill(0, 0, m + 1);
+      taken.fill(0, 0, m);
+    }
     let total = 0;
     for (let i = 1; i <= m; i++) {
       const w = pool[i - 1].weight;

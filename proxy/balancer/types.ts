@@ -73,16 +73,17 @@ export class BalancerConfigError extends Error {
 }
 
 /**
- * Keeps the usable backends: drops weight 0 / negative / non-finite ones
- * (drained) and later duplicates of an id (the first occurrence wins).
+ * Keeps the usable backends: drops later duplicates of an id (the first
+ * occurrence wins, even when it is drained), then weight 0 / negative /
+ * non-finite ones (drained).
  */
 export function usableBackends(backends: readonly BackendRef[]): BackendRef[] {
   const seen = new Set<string>();
   const out: BackendRef[] = [];
   for (const b of backends) {
-    if (!(b.weight > 0) || !Number.isFinite(b.weight) || seen.has(b.id)) continue;
+    if (seen.has(b.id)) continue;
     seen.add(b.id);
-    out.push(b);
+    if (b.weight > 0 && Number.isFinite(b.weight)) out.push(b);
   }
   return out;
 }

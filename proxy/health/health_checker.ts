@@ -93,9 +93,11 @@ interface Target {
 /**
  * Probes each backend with a `health_check` every `interval` ms: `method`
  * to `http://<address><path>` with `Host: <address>` and the configured
- * `User-Agent`, aborted after `timeout_ms`. A 2xx status is a success,
- * anything else (other status, connection error, timeout) a failure. The
- * body is never read: it is cancelled.
+ * `User-Agent`, aborted after `timeout_ms`, redirects not followed. Over
+ * HTTP/2 the host travels as `:authority` (RFC 9113 §8.3.1), taken from the
+ * same URL. A 2xx status is a success, anything else (other status,
+ * connection error, timeout) a failure. The body is never read: it is
+ * cancelled.
  *
  * Scheduling: the first probe of every backend starts in `start()` without
  * waiting; each backend then runs its own loop, so a slow backend never
@@ -132,6 +134,8 @@ export class HealthChecker {
   readonly #onTransition: ((ev: HealthTransitionEvent) => void) | undefined;
   #ownClient: Deno.HttpClient | undefined;
   #running = false;
+  /** Bumped by stop(): results of probes started before are discarded. */
+  #epoch = 0;
 
   /** @throws {RangeError} for invalid thresholds, interval or timeout. */
   constructor(opts: HealthCheckerOptions) {
@@ -172,7 +176,7 @@ export class HealthChecker {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    if (this.#fetch === undefined && this.#ownClient === undefined && this.#hasTargets()) {
+    if (this.#fetch === undefined && this.#ownClient === undefined && this.#needsOwnClient()) {
       this.#ownClient = Deno.createHttpClient({ http1: false, http2: true });
     }
     for (const t of this.#targets.values()) {
@@ -187,6 +191,7 @@ export class HealthChecker {
    */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#epoch++;
     const pending: Promise<void>[] = [];
     for (const t of this.#targets.values()) {
       if (t === null) continue;
@@ -220,8 +225,8 @@ export class HealthChecker {
     return out;
   }
 
-  #hasTargets(): boolean {
-    for (const t of this.#targets.values()) if (t !== null) return true;
+  #needsOwnClient(): boolean {
+    for (const t of this.#targets.values()) if (t !== null && t.client === undefined) return true;
     return false;
   }
 
@@ -229,14 +234,18 @@ export class HealthChecker {
     t.timer = undefined;
     if (!this.#running) return;
     const startedAt = this.#clock.now();
+    const epoch = this.#epoch;
     t.inflight = this.#probeOnce(t).then((result) => {
-      if (this.#running) this.#record(t, result);
+      if (this.#running && epoch === this.#epoch) this.#record(t, result);
     }).catch((err) => {
       log.error("health probe of backend {id} crashed: {error}", { id: t.id, error: err });
     }).finally(() => {
       t.inflight = undefined;
       if (!this.#running || t.timer !== undefined) return;
-      const delay = Math.max(0, startedAt + t.hc.interval - this.#clock.now());
+      // Restarted while this (discarded) probe was settling: probe again at once.
+      const delay = epoch !== this.#epoch
+        ? 0
+        : Math.max(0, startedAt + t.hc.interval - this.#clock.now());
       t.timer = this.#setTimeout(() => this.#probe(t), delay);
     });
   }
@@ -319,6 +328,6 @@ function describeError(err: unknown): string {
   for (let depth = 0; depth < 4 && e instanceof Error && e.cause !== undefined; depth++) {
     e = e.cause;
   }
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  if (e instanceof Error) return e.name === "Error" ? e.message : `${e.name}: ${e.message}`;
   return String(e);
 }

@@ -375,3 +375,32 @@ Deno.test("health checker: injected fetch, clock and timers; a throwing callback
   await checker.stop();
   assert.equal(timers.size, 0);
 });
+
+Deno.test("health checker: start() right after an unawaited stop() discards the aborted probe", async () => {
+  const b = backend();
+  b.setMode("hang");
+  const { fetch: h2, client } = h2Fetch();
+  const events: HealthTransitionEvent[] = [];
+  const checker = new HealthChecker({
+    fetch: h2,
+    backends: [{
+      id: "b1",
+      address: b.address,
+      health_check: { interval: 20, timeout_ms: 5000, failure_threshold: 1 },
+    }],
+    userAgent: UA,
+    onTransition: (ev) => events.push(ev),
+  });
+  checker.start();
+  await waitFor(() => b.seen.length === 1, 2000, "first probe");
+  const stopping = checker.stop();
+  b.setMode("ok");
+  checker.start();
+  await stopping;
+  await waitFor(() => b.seen.length >= 3, 2000, "probes after restart");
+  assert.deepEqual(events, [], "the aborted probe must not count as a failure");
+  assert.equal(checker.isHealthy("b1"), true);
+  await checker.stop();
+  client.close();
+  await b.close();
+});

@@ -13,7 +13,11 @@ const BANK = {
 };
 
 Deno.test("example client: every operation round-trips through the zod schemas", async () => {
-  const srv = await startPaymentsServer({ port: 0, kv: ":memory:", tokens: ["cli"] });
+  const srv = await startPaymentsServer({
+    port: 0,
+    kv: await Deno.openKv(":memory:"),
+    tokens: ["cli"],
+  });
   const api = new PaymentsClient({ baseUrl: `${srv.url}/vendor/v4`, token: "cli" });
   try {
     const card = await api.createCard("cu", CARD);

@@ -7,7 +7,7 @@ import { generateDevCerts } from "../../shared/certs/generate.ts";
 import { startPaymentsServer } from "../../payments/mod.ts";
 
 Deno.test("startPaymentsServer: port 0, generated token, h2c, shutdown closes everything", async () => {
-  const srv = await startPaymentsServer({ port: 0, kv: ":memory:" });
+  const srv = await startPaymentsServer({ port: 0, kv: await Deno.openKv(":memory:") });
   const client = Deno.createHttpClient({ http1: false, http2: true });
   try {
     assert.ok(srv.port > 0);
@@ -35,7 +35,7 @@ Deno.test("startPaymentsServer: HTTPS with --cert/--key speaks HTTP/2 and HTTP/1
   const srv = await startPaymentsServer({
     port: 0,
     hostname: "127.0.0.1",
-    kv: ":memory:",
+    kv: await Deno.openKv(":memory:"),
     tokens: ["tls"],
     cert: certs.certPem,
     key: certs.keyPem,

@@ -99,7 +99,9 @@ Deno.test("e2e: gtlsclient through the proxy to an h2c backend", async (t) => {
 Deno.test("e2e: routing and error statuses", async (t) => {
   const api = startBackend("api");
   const web = startBackend("web");
-  const dead = "127.0.0.1:9"; // discard port: nothing listens on loopback
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const dead = `127.0.0.1:${probe.addr.port}`; // a port nothing listens on
+  probe.close();
   const proxy = await startProxy(
     config({ "/api": [api.address], "/web": [web.address], "/dead": [dead] }) +
       `  hosted:
