@@ -104,7 +104,7 @@ export class PaymentsClient {
   }
 
   /** Store a card. */
-  async createCard(customerId: string, card: S.CardInput, o?: CallOptions) {
+  async createCard(customerId: string, card: S.CardInput, o?: CallOptions): Promise<S.CardCreated> {
     return (await this.#call(
       S.CardCreated,
       "POST",

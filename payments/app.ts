@@ -125,7 +125,7 @@ export function createApp(deps: PaymentsDeps): Hono {
   );
   let openapiJson: string | undefined;
 
-  const app = new Hono();
+  const app = new Hono({ strict: false });
   app.use("*", async (c, next) => {
     const start = performance.now();
     await next();
@@ -166,7 +166,7 @@ export function createApp(deps: PaymentsDeps): Hono {
 
 function mountGuarded(inner: Hono, tokens: readonly string[]): Hono {
   // A wrapper whose auth middleware is registered before the inner routes.
-  const outer = new Hono();
+  const outer = new Hono({ strict: false });
   outer.use("*", async (c, next) => {
     if (!bearerAllowed(c.req.header("authorization"), tokens)) {
       throw PaymentsError.unauthorized();

@@ -139,3 +139,31 @@ Deno.test("createApp requires a token", async () => {
   assert.throws(() => createApp({ kv, tokens: [] }));
   kv.close();
 });
+
+Deno.test("oversized path identifiers are 404, never a storage error", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const long = "x".repeat(5000);
+  for (
+    const [m, p] of [
+      ["GET", `payments/charges/${long}`],
+      ["POST", `customers/${long}/cards`],
+      ["GET", `customers/${long}/bank-accounts`],
+      ["POST", `payments/txn-requests/${long}/void`],
+      ["GET", `payments/echecks/${long}`],
+    ]
+  ) {
+    const r = await h.req(m, p, m === "POST" ? CARD : undefined);
+    assert.equal(r.status, 404, p.slice(0, 30));
+    assert.equal(r.body.errors[0].code, "PMT-4000");
+  }
+  // at the limit works
+  const ok = await h.req("POST", `customers/${"c".repeat(256)}/cards`, CARD);
+  assert.equal(ok.status, 201);
+  h.close();
+});
+
+Deno.test("trailing slashes are accepted", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  assert.equal((await h.req("GET", "customers/c/cards/")).status, 200);
+  h.close();
+});

@@ -20,6 +20,8 @@ Deno.test("idempotency: a repeated create returns the original status and body, 
   assert.equal(b.status, 201);
   assert.deepEqual(b.body, a.body);
   assert.equal(b.headers.get("request-id"), "r-1");
+  assert.equal(a.headers.get("idempotent-replayed"), null);
+  assert.equal(b.headers.get("idempotent-replayed"), "true");
   assert.equal(await count(h, ["charge"]), 1);
   const rec = await h.kv.get(["idem", "r-1"]);
   assert.ok(rec.versionstamp);
@@ -38,6 +40,7 @@ Deno.test("idempotency: a repeated capture replays 200 instead of failing as a s
   });
   assert.equal(x.status, 200);
   assert.equal(y.status, 200);
+  assert.equal(x.headers.get("request-id"), "cap");
   assert.deepEqual(y.body, x.body);
   const z = await h.req("POST", `payments/charges/${c.body.id}/capture`, {}, {
     "Request-Id": "c2",
@@ -162,5 +165,31 @@ Deno.test("race: one token used by concurrent charges pays exactly one", async (
   );
   assert.equal(results.filter((r) => r.status === 201).length, 1);
   assert.equal(await count(h, ["charge"]), 1);
+  h.close();
+});
+
+Deno.test("idempotency: concurrent duplicates of a capture all get the original 200", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const c = await h.req("POST", "payments/charges", CHARGE);
+  const results = await Promise.all(
+    Array.from(
+      { length: 15 },
+      () => h.req("POST", `payments/charges/${c.body.id}/capture`, {}, { "Request-Id": "cap-dup" }),
+    ),
+  );
+  assert.deepEqual(results.map((r) => r.status), Array(15).fill(200));
+  assert.equal(new Set(results.map((r) => JSON.stringify(r.body))).size, 1);
+  const t = await h.req("POST", "payments/tokens", { card: CARD });
+  const charges = await Promise.all(
+    Array.from(
+      { length: 10 },
+      () =>
+        h.req("POST", "payments/charges", { amount: "1", currency: "USD", token: t.body.id }, {
+          "Request-Id": "tok-dup",
+        }),
+    ),
+  );
+  assert.deepEqual(charges.map((r) => r.status), Array(10).fill(201));
+  assert.equal(new Set(charges.map((r) => r.body.id)).size, 1);
   h.close();
 });

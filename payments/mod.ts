@@ -19,3 +19,5 @@ export {
   startPaymentsServer,
 } from "./server.ts";
 export { PaymentsError } from "./domain/errors.ts";
+export type { ErrorDetail, PaymentsErrorKind } from "./domain/errors.ts";
+export type { IdGenerator } from "./domain/ids.ts";

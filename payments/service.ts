@@ -81,7 +81,8 @@ function asObject(raw: unknown): unknown {
 }
 
 function reply(r: CommitResult): Reply {
-  return { status: r.status, body: r.body, headers: r.headers };
+  const headers = r.replayed ? { ...r.headers, "Idempotent-Replayed": "true" } : r.headers;
+  return { status: r.status, body: r.body, headers };
 }
 
 /** The payments use cases over one store. */
@@ -97,6 +98,24 @@ export class PaymentsService {
     return this.#d.now().toISOString();
   }
 
+  /**
+   * A new default payment method replaces the old one: the writes (guarded
+   * by versionstamp checks) that clear `default` on the customer's others.
+   */
+  async #demoteDefaults<T extends { default: boolean; updated: string }>(
+    prefix: Deno.KvKey,
+    iso: string,
+  ): Promise<{ checks: Deno.AtomicCheck[]; sets: { key: Deno.KvKey; value: unknown }[] }> {
+    const checks: Deno.AtomicCheck[] = [];
+    const sets: { key: Deno.KvKey; value: unknown }[] = [];
+    for (const e of await this.#d.store.entries<T>(prefix)) {
+      if (!e.value.default) continue;
+      checks.push(e);
+      sets.push({ key: e.key, value: { ...e.value, default: false, updated: iso } });
+    }
+    return { checks, sets };
+  }
+
   // ------------------------------------------------------------- cards
 
   /** POST /customers/{customerId}/cards */
@@ -108,7 +127,7 @@ export class PaymentsService {
       await this.#d.store.change({
         requestId,
         op: `createCard:${customerId}`,
-        plan: () => {
+        plan: async () => {
           const iso = now.toISOString();
           const record: CardRecord = {
             ...summary,
@@ -121,12 +140,15 @@ export class PaymentsService {
             ...(input.commercialCardCode ? { commercialCardCode: input.commercialCardCode } : {}),
           };
           const key = ["card", customerId, record.id];
-          return Promise.resolve({
-            checks: [{ key, versionstamp: null }],
-            sets: [{ key, value: record }],
+          const demoted = record.default
+            ? await this.#demoteDefaults<CardRecord>(["card", customerId], iso)
+            : { checks: [], sets: [] };
+          return {
+            checks: [{ key, versionstamp: null }, ...demoted.checks],
+            sets: [{ key, value: record }, ...demoted.sets],
             status: 201,
             body: cardCreatedView(record),
-          });
+          };
         },
       }),
     );
@@ -162,7 +184,7 @@ export class PaymentsService {
       await this.#d.store.change({
         requestId,
         op: `createBankAccount:${customerId}`,
-        plan: () => {
+        plan: async () => {
           const iso = this.#iso();
           const record: BankAccountRecord = {
             ...summary,
@@ -173,12 +195,15 @@ export class PaymentsService {
             default: input.default ?? false,
           };
           const key = ["bank", customerId, record.id];
-          return Promise.resolve({
-            checks: [{ key, versionstamp: null }],
-            sets: [{ key, value: record }],
+          const demoted = record.default
+            ? await this.#demoteDefaults<BankAccountRecord>(["bank", customerId], iso)
+            : { checks: [], sets: [] };
+          return {
+            checks: [{ key, versionstamp: null }, ...demoted.checks],
+            sets: [{ key, value: record }, ...demoted.sets],
             status: 201,
             body: bankAccountView(record, true),
-          });
+          };
         },
       }),
     );

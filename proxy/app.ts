@@ -32,6 +32,11 @@ export type BackendFetch = (
 /** Availability of backends: active health checks and passive ejection combined. */
 export interface BackendHealth {
   isAvailable(id: string): boolean;
+  /**
+   * Availability ignoring passive ejection: used when ejection left a pool
+   * with no candidate at all (panic mode: better a suspect backend than a 503).
+   */
+  isAvailableIgnoringEjection?(id: string): boolean;
   /** Live traffic outcome, for passive health (outlier ejection). */
   report?(id: string, outcome: "success" | "connect" | "5xx"): void;
 }
@@ -144,7 +149,13 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
         return values.join(name === "cookie" ? "; " : ", ");
       },
     };
-    const candidates = pool.balancer.candidates(balanceReq, isAvailable);
+    let candidates = pool.balancer.candidates(balanceReq, isAvailable);
+    if (candidates.length === 0 && health.isAvailableIgnoringEjection) {
+      candidates = pool.balancer.candidates(
+        balanceReq,
+        (id) => health.isAvailableIgnoringEjection!(id),
+      );
+    }
     if (candidates.length === 0) {
       metrics.record(null, 503);
       req.body?.cancel().catch(() => {});
@@ -169,6 +180,7 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     for (let i = 0; i < attempts.length; i++) {
       const backend = attempts[i];
       const last = i === attempts.length - 1;
+      metrics.recordPick(backend.id);
       log.debug("routing to backend {id} ({method} {path})", {
         id: backend.id,
         method: head.method,

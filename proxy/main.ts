@@ -13,13 +13,12 @@ import { getLogger } from "@logtape/logtape";
 import { setupLogging, teardownLogging } from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
 import type { Config } from "../shared/config_schema.ts";
-import { createProxyApp } from "./app.ts";
-import type { BackendRef } from "./balancer/mod.ts";
+import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig } from "./config/mod.ts";
-import { HealthChecker, PassiveHealth } from "./health/mod.ts";
-import { ProxyMetrics } from "./metrics/metrics.ts";
 import { listenQuic } from "./quic/deno_transport.ts";
+import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
+import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
 
 const HELP = `${PRODUCT} ${VERSION}: HTTP/3 edge proxy forwarding to HTTP/2 backends
 
@@ -29,6 +28,10 @@ Options:
   -c, --config <path>  configuration file (YAML), required
   -V, --version        print the version and exit
   -h, --help           print this help and exit
+
+Signals:
+  SIGINT, SIGTERM      graceful shutdown (GOAWAY, drain, exit 0)
+  SIGHUP               reload the configuration file (kept if invalid)
 
 Environment:
   RUST_LOG             overrides log.level: a level, or module=level pairs
@@ -100,7 +103,7 @@ async function main(args: string[]): Promise<number> {
   }
   console.log(`${PRODUCT[0].toUpperCase()}${PRODUCT.slice(1)} is starting`);
   try {
-    return await run(config);
+    return await run(config, cli.config);
   } catch (err) {
     getLogger(["proxy"]).error("fatal: {error}", { error: String(err) });
     console.error(`Error: ${(err as Error).message}`);
@@ -109,7 +112,7 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
-async function run(config: Config): Promise<number> {
+async function run(config: Config, configPath: string): Promise<number> {
   const log = getLogger(["proxy"]);
   // The loader resolved these against the configuration file's folder.
   const certPath = config.listen.tls.cert;
@@ -118,36 +121,21 @@ async function run(config: Config): Promise<number> {
   const key = await Deno.readTextFile(keyPath);
   log.info("certificate loaded from {path}", { path: certPath });
 
-  const metrics = new ProxyMetrics();
-  const clients = new Map<string, Deno.HttpClient>();
-  const allBackends = Object.values(config.upstream).flatMap((u) => u.backends);
-  for (const b of allBackends) {
-    clients.set(b.id, Deno.createHttpClient({ http1: false, http2: true, allowHost: true }));
-  }
-  const fetchBackend = (b: BackendRef, url: string, init: RequestInit) =>
-    fetch(url, { ...init, client: clients.get(b.id) });
-
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
-  const checker = new HealthChecker({
-    backends: allBackends,
-    fetch: (url, init) => fetch(url, { ...init, client: probeClient }),
+  const runtime = new ProxyRuntime(config, {
     userAgent: USER_AGENT,
-  });
-  const passive = new PassiveHealth({ consecutiveFailures: 5, ejectMs: 5000 });
-  checker.start();
-
-  const handler = createProxyApp({
-    config,
-    metrics,
-    fetchBackend,
-    health: {
-      isAvailable: (id) => checker.isHealthy(id) && !passive.isEjected(id),
-      report(id, outcome) {
-        if (outcome === "success") passive.reportSuccess(id);
-        else passive.reportFailure(id, outcome);
-      },
+    openClient(_address) {
+      // One pooled HTTP/2 (h2c, prior knowledge) client per backend address.
+      const client = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
+      return {
+        fetch: (url, init) => fetch(url, { ...init, client }),
+        close: () => client.close(),
+      };
     },
+    probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
   });
+  runtime.start();
+  const metrics = runtime.metrics;
 
   const transport = listenQuic({
     hostname: config.listen.address,
@@ -158,7 +146,7 @@ async function run(config: Config): Promise<number> {
     idleTimeoutMs: config.listen.idle_timeout_ms,
   });
   const server = new H3Server(transport, {
-    handler,
+    handler: runtime.handler,
     maxFieldSectionSize: config.limits.max_header_list_size,
     maxRequestBodyBytes: config.limits.max_request_body_bytes,
     qpackMaxTableCapacity: QPACK_MAX_TABLE_CAPACITY,
@@ -171,19 +159,78 @@ async function run(config: Config): Promise<number> {
     onConnectionClosed: () => metrics.activeConnections--,
   });
   server.start();
-  console.log(`Listening on ${config.listen.address}:${transport.addr.port}`);
+  const port = transport.addr.port;
 
   const { promise: stop, resolve: requestStop } = Promise.withResolvers<string>();
+
+  let fallback: Deno.HttpServer | undefined;
+  if (config.listen.tcp_fallback) {
+    fallback = Deno.serve({
+      hostname: config.listen.address,
+      port,
+      cert,
+      key,
+      onListen() {},
+    }, tcpFallbackHandler(runtime.handler, port));
+    log.info("TCP fallback (HTTP/2, HTTP/1.1 over TLS) on {address}:{port}", {
+      address: config.listen.address,
+      port,
+    });
+  }
+
+  let reloading: Promise<ReloadOutcome> | null = null;
+  const reload = (): Promise<ReloadOutcome> => {
+    reloading ??= (async (): Promise<ReloadOutcome> => {
+      const loaded = await loadConfig(configPath);
+      if (!loaded.ok) {
+        const errors = loaded.kind === "load"
+          ? [loaded.message]
+          : loaded.problems.map((p) => formatProblem(p));
+        for (const e of errors) log.error("reload rejected: {error}", { error: e });
+        log.error("configuration reload failed; the previous configuration keeps serving");
+        return { ok: false, errors };
+      }
+      const restartRequired = await runtime.reload(loaded.config);
+      return { ok: true, restartRequired };
+    })().finally(() => (reloading = null));
+    return reloading;
+  };
+
+  let admin: Deno.HttpServer<Deno.NetAddr> | undefined;
+  if (config.admin) {
+    const app = createAdminApp({
+      runtime,
+      connections: () => server.connections(),
+      reload,
+      drain: () => requestStop("admin drain"),
+      version: VERSION,
+      token: config.admin.token,
+    });
+    admin = Deno.serve({
+      hostname: config.admin.address,
+      port: config.admin.port,
+      onListen() {},
+    }, app.fetch);
+    console.log(`Admin listening on ${config.admin.address}:${admin.addr.port}`);
+  }
+
+  console.log(`Listening on ${config.listen.address}:${port}`);
+
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   const onSignal = Object.fromEntries(signals.map((s) => [s, () => requestStop(s)]));
   for (const s of signals) Deno.addSignalListener(s, onSignal[s]);
-  const signal = await stop;
+  const onHup = () => void reload();
+  Deno.addSignalListener("SIGHUP", onHup);
+  const reason = await stop;
   for (const s of signals) Deno.removeSignalListener(s, onSignal[s]);
+  Deno.removeSignalListener("SIGHUP", onHup);
 
-  log.info("Draining connections ({signal})", { signal });
-  await server.shutdown(config.limits.drain_timeout_ms);
-  await checker.stop();
-  for (const c of clients.values()) c.close();
+  log.info("Draining connections ({reason})", { reason });
+  const drains: Promise<unknown>[] = [server.shutdown(config.limits.drain_timeout_ms)];
+  if (fallback) drains.push(fallback.shutdown());
+  await Promise.allSettled(drains);
+  await admin?.shutdown();
+  await runtime.stop();
   probeClient.close();
   log.info("Shutdown complete");
   await teardownLogging();

@@ -284,6 +284,11 @@ export const ListenConfigSchema = z.strictObject({
   max_streams: positiveInt().default(256),
   /** QUIC idle timeout in milliseconds. */
   idle_timeout_ms: positiveInt("milliseconds").default(30000),
+  /**
+   * Also serve HTTP/2 and HTTP/1.1 over TCP+TLS on the same port number, with
+   * `alt-svc: h3=":<port>"` on every response (browsers then switch to HTTP/3).
+   */
+  tcp_fallback: z.boolean().default(false),
 });
 
 const LoadBalancingInput = z.strictObject({
@@ -398,13 +403,28 @@ export const LimitsConfigSchema = z.strictObject({
   drain_timeout_ms: nonNegativeInt("milliseconds").default(10000),
 });
 
-/** `admin`: the planned admin listener (schema only for now). */
+/**
+ * `admin`: the admin listener (`/health`, `/metrics`, `/admin/*`) over HTTP/1.1
+ * and h2c; loopback unless told otherwise. With `token`, mutating calls need
+ * `Authorization: Bearer <token>`.
+ */
 export const AdminConfigSchema = z.strictObject({
   address: z.string().refine(isBindAddress, {
     message: "must be an IPv4 address, an IPv6 literal without brackets or a hostname",
   }).default("127.0.0.1"),
-  port: int(1, 65535, PORT_MESSAGE),
+  port: int(0, 65535, LISTEN_PORT_MESSAGE),
   token: nonEmpty().optional(),
+});
+
+/**
+ * `passive_health`: outlier detection on live traffic. After
+ * `consecutive_failures` connect failures or 5xx answers in a row, a backend
+ * is ejected for `eject_ms` (default: 5000, the default cooldown).
+ */
+export const PassiveHealthConfigSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  consecutive_failures: positiveInt().default(5),
+  eject_ms: nonNegativeInt("milliseconds").default(5000),
 });
 
 /** Where a backend id was first seen, for the duplicate check. */
@@ -428,6 +448,7 @@ export const ConfigSchema = z.strictObject({
   log: LogConfigSchema.prefault({}),
   limits: LimitsConfigSchema.prefault({}),
   admin: AdminConfigSchema.optional(),
+  passive_health: PassiveHealthConfigSchema.prefault({}),
 }).superRefine((config, ctx) => {
   // The value may be partly invalid here: check shapes before use.
   const upstream: unknown = config.upstream;
@@ -495,3 +516,4 @@ export type LogConfig = z.output<typeof LogConfigSchema>;
 export type LimitsConfig = z.output<typeof LimitsConfigSchema>;
 /** `admin` of {@link Config}. */
 export type AdminConfig = z.output<typeof AdminConfigSchema>;
+export type PassiveHealthConfig = z.output<typeof PassiveHealthConfigSchema>;

@@ -106,14 +106,28 @@ export function send(r: Reply): Response {
   return new Response(JSON.stringify(r.body), { status: r.status, headers });
 }
 
-/** A Hono sub-app serving the given endpoints. */
+/** Longest accepted path identifier (Deno KV keys are limited to 2 KiB). */
+export const MAX_ID_LENGTH = 256;
+
+/**
+ * A Hono sub-app serving the given endpoints. A path identifier longer than
+ * {@link MAX_ID_LENGTH} cannot name a stored resource: 404 before any lookup.
+ */
 export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
-  const app = new Hono();
+  const app = new Hono({ strict: false });
   for (const ep of endpoints) {
     app.on(
       ep.route.method.toUpperCase(),
       honoPath(ep.route.path),
-      async (c) => send(await ep.handle({ c, svc })),
+      async (c) => {
+        for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) {
+          if (value.length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
+        }
+        const res = send(await ep.handle({ c, svc }));
+        const rid = c.req.header("request-id");
+        if (rid && !res.headers.has("request-id")) res.headers.set("request-id", rid);
+        return res;
+      },
     );
   }
   return app;

@@ -42,3 +42,12 @@ Deno.test("bank accounts: list newest first, delete by id, 404 after", async () 
   assert.equal((await h.req("GET", "customers/c1/bank-accounts")).body.length, 1);
   h.close();
 });
+
+Deno.test("bank accounts: a new default account clears default on the others", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const a = await h.req("POST", "customers/d/bank-accounts", { ...BANK, default: true });
+  await h.req("POST", "customers/d/bank-accounts", { ...BANK, default: true });
+  const got = await h.req("GET", `customers/d/bank-accounts/${a.body.id}`);
+  assert.equal(got.body.default, false);
+  h.close();
+});

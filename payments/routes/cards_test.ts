@@ -79,3 +79,25 @@ Deno.test("cards: empty list and unknown card", async () => {
   assert.equal(r.body.errors[0].code, "PMT-4000");
   h.close();
 });
+
+Deno.test("cards: a new default card clears default on the customer's other cards", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const a = await h.req("POST", "customers/d/cards", { ...CARD, default: true });
+  const b = await h.req("POST", "customers/d/cards", { ...CARD, default: false });
+  const c = await h.req("POST", "customers/d/cards", { ...CARD, default: true });
+  await h.req("POST", "customers/other/cards", { ...CARD, default: true });
+  const byId = new Map(
+    (await h.req("GET", "customers/d/cards")).body.map((x: { id: string; default: boolean }) => [
+      x.id,
+      x.default,
+    ]),
+  );
+  assert.deepEqual([byId.get(a.body.id), byId.get(b.body.id), byId.get(c.body.id)], [
+    false,
+    false,
+    true,
+  ]);
+  const other = await h.req("GET", "customers/other/cards");
+  assert.equal(other.body[0].default, true);
+  h.close();
+});

@@ -96,6 +96,13 @@ export class PaymentsStore {
     return out;
   }
 
+  /** All entries under a prefix (with versionstamps), in key order. */
+  async entries<T>(prefix: Deno.KvKey, limit = 1000): Promise<Deno.KvEntry<T>[]> {
+    const out: Deno.KvEntry<T>[] = [];
+    for await (const e of this.kv.list<T>({ prefix }, { limit })) out.push(e);
+    return out;
+  }
+
   /** Delete a key if present; true when it existed. */
   async deleteIfExists(key: Deno.KvKey): Promise<boolean> {
     for (let i = 0; i < this.maxAttempts; i++) {
@@ -105,6 +112,13 @@ export class PaymentsStore {
       if (res.ok) return true;
     }
     throw PaymentsError.system("storage contention", 503);
+  }
+
+  async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {
+    const prior = await this.kv.get<IdempotencyRecord>(key);
+    if (!prior.value) return undefined;
+    if (prior.value.op !== op) throw PaymentsError.invalid("requestId");
+    return { ...prior.value, replayed: true };
   }
 
   /**
@@ -117,15 +131,22 @@ export class PaymentsStore {
     const idemKey: Deno.KvKey | undefined = opts.requestId ? ["idem", opts.requestId] : undefined;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (idemKey) {
-        const prior = await this.kv.get<IdempotencyRecord>(idemKey);
-        if (prior.value) {
-          if (prior.value.op !== opts.op) {
-            throw PaymentsError.invalid("requestId");
-          }
-          return { ...prior.value, replayed: true };
-        }
+        const prior = await this.#replay(idemKey, opts.op);
+        if (prior) return prior;
       }
-      const plan = await opts.plan();
+      let plan: CommitPlan;
+      try {
+        plan = await opts.plan();
+      } catch (err) {
+        // A concurrent duplicate may have committed between our idempotency
+        // read and the plan's reads (e.g. the first capture made a second
+        // one invalid): its stored response wins over our error.
+        if (idemKey) {
+          const prior = await this.#replay(idemKey, opts.op);
+          if (prior) return prior;
+        }
+        throw err;
+      }
       const atomic = this.kv.atomic();
       for (const c of plan.checks) atomic.check(c);
       for (const s of plan.sets) {

@@ -51,3 +51,18 @@ for (const [name, config] of Object.entries(configs)) {
     },
   });
 }
+
+const small = backends(["a", "b", "c", "d", "e"], [100, 100, 200, 100, 50]);
+for (const [name, config] of Object.entries(configs)) {
+  const lb = createBalancer(config, small);
+  let i = 0;
+  Deno.bench({
+    name: `${name}: candidates()[0], 5 backends`,
+    group: "pick-5",
+    baseline: name === "round-robin",
+    fn: () => {
+      const chosen = lb.candidates(requests[i++ & 1023], isAvailable)[0];
+      if (chosen === undefined) throw new Error("no backend");
+    },
+  });
+}

@@ -79,6 +79,8 @@ export class ConsistentHashBalancer implements Balancer {
   #busy = false;
 
   /**
+   * Builds the ring.
+   *
    * @param backends the pool; drained (weight 0) and duplicate ids are dropped.
    * @throws {BalancerConfigError} for a bad key or 2^24 backends or more.
    */

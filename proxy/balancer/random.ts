@@ -34,7 +34,12 @@ export class RandomBalancer implements Balancer {
   readonly #taken: Uint8Array;
   #busy = false;
 
-  /** @param backends the pool; drained (weight 0) and duplicate ids are dropped. */
+  /**
+   * Creates the balancer.
+   *
+   * @param backends the pool; drained (weight 0) and duplicate ids are dropped.
+   * @param opts `random` to inject a random source (tests).
+   */
   constructor(backends: readonly BackendRef[], opts: BalancerOptions = {}) {
     this.#backends = usableBackends(backends);
     this.#random = opts.random ?? Math.random;

@@ -35,7 +35,11 @@ export class RoundRobinBalancer implements Balancer {
   readonly #avail: Int32Array;
   #busy = false;
 
-  /** @param backends the pool; drained (weight 0) and duplicate ids are dropped. */
+  /**
+   * Creates the balancer; the rotation starts at the first backend.
+   *
+   * @param backends the pool; drained (weight 0) and duplicate ids are dropped.
+   */
   constructor(backends: readonly BackendRef[]) {
     this.#backends = usableBackends(backends);
     this.#current = new Float64Array(this.#backends.length);

@@ -65,7 +65,11 @@ export interface BalancerOptions {
 
 /** Raised by the factories for a configuration they cannot honour (e.g. a bad hash key). */
 export class BalancerConfigError extends Error {
-  /** @param message what is wrong, naming the bad value. */
+  /**
+   * Creates the error.
+   *
+   * @param message what is wrong, naming the bad value.
+   */
   constructor(message: string) {
     super(message);
     this.name = "BalancerConfigError";

@@ -739,6 +739,7 @@ Deno.test("minimal config gets every default", () => {
       tls: { cert: "cert.pem", key: "key.pem" },
       max_streams: 256,
       idle_timeout_ms: 30000,
+      tcp_fallback: false,
     },
     upstream: {
       api: {
@@ -754,6 +755,7 @@ Deno.test("minimal config gets every default", () => {
       max_request_body_bytes: 2147483648,
       drain_timeout_ms: 10000,
     },
+    passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
   });
 });
 

@@ -137,7 +137,11 @@ export class HealthChecker {
   /** Bumped by stop(): results of probes started before are discarded. */
   #epoch = 0;
 
-  /** @throws {RangeError} for invalid thresholds, interval or timeout. */
+  /**
+   * Creates the checker; nothing runs until {@link start}.
+   *
+   * @throws {RangeError} for invalid thresholds, interval or timeout.
+   */
   constructor(opts: HealthCheckerOptions) {
     this.#fetch = opts.fetch;
     this.#clock = opts.clock ?? MONOTONIC_CLOCK;

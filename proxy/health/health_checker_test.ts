@@ -92,9 +92,10 @@ Deno.test("health checker: probes at once with method, path, Host and User-Agent
     assert.equal(first.method, "HEAD");
     assert.equal(first.path, "/hc?deep=1");
     // HTTP/2 carries Host as :authority (RFC 9113 §8.3.1), which Deno.serve
-    // puts in the URL; no conflicting host field may arrive.
+    // puts in the URL. No host field at all proves the default client spoke
+    // HTTP/2 (an HTTP/1.1 request always has one).
     assert.equal(first.authority, b.address);
-    assert.ok(first.host === null || first.host === b.address);
+    assert.equal(first.host, null);
     assert.equal(first.userAgent, UA);
     assert.deepEqual(checker.snapshot(), { b1: "healthy" });
   } finally {

@@ -48,7 +48,11 @@ export class HealthState {
   #successes = 0;
   #unhealthySince: number | null = null;
 
-  /** @throws {RangeError} when a threshold is not an integer >= 1 or the cooldown is negative. */
+  /**
+   * Creates the state machine in state healthy.
+   *
+   * @throws {RangeError} when a threshold is not an integer >= 1 or the cooldown is negative.
+   */
   constructor(opts: HealthStateOptions = {}) {
     this.#failureThreshold = opts.failure_threshold ?? HEALTH_CHECK_DEFAULTS.failure_threshold;
     this.#successThreshold = opts.success_threshold ?? HEALTH_CHECK_DEFAULTS.success_threshold;

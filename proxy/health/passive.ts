@@ -71,7 +71,11 @@ export class PassiveHealth {
   readonly #onEject: PassiveHealthOptions["onEject"];
   readonly #entries = new Map<string, Entry>();
 
-  /** @throws {RangeError} when `consecutiveFailures` is not an integer >= 1 or `ejectMs` < 0. */
+  /**
+   * Creates the detector; every backend starts not ejected.
+   *
+   * @throws {RangeError} when `consecutiveFailures` is not an integer >= 1 or `ejectMs` < 0.
+   */
   constructor(opts: PassiveHealthOptions = {}) {
     this.#threshold = opts.consecutiveFailures ?? 5;
     this.#ejectMs = opts.ejectMs ?? HEALTH_CHECK_DEFAULTS.cooldown_ms;

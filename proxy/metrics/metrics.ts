@@ -7,6 +7,8 @@
  * @module
  */
 
+import { Histogram } from "./histogram.ts";
+
 /** Names of the spec's counters, in a fixed order. */
 export const COUNTER_NAMES = [
   "requests_total",
@@ -74,6 +76,19 @@ export class ProxyMetrics {
   activeConnections = 0;
   /** Requests being served. */
   activeStreams = 0;
+  /** Time from request to response headers, in seconds. */
+  readonly latency = new Histogram();
+  readonly #picks = new Map<string, number>();
+
+  /** Counts a load-balancer pick of a backend. */
+  recordPick(id: string): void {
+    this.#picks.set(id, (this.#picks.get(id) ?? 0) + 1);
+  }
+
+  /** Load-balancer picks per backend. */
+  picks(): ReadonlyMap<string, number> {
+    return this.#picks;
+  }
 
   /** The counters of one backend (created on first use). */
   backend(id: string): CounterSet {

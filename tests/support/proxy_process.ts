@@ -29,6 +29,8 @@ export function testCerts(): Promise<
 /** A running proxy process. */
 export interface ProxyProcess {
   port: number;
+  /** Process id of the proxy (e.g. to read its RSS from /proc). */
+  pid: number;
   /** Lines printed so far on stdout and stderr. */
   stdout: string[];
   stderr: string[];
@@ -134,6 +136,7 @@ export async function startProxy(
     const port = await listening.promise;
     return {
       port,
+      pid: child.pid,
       stdout,
       stderr,
       exited,

@@ -2,8 +2,8 @@
  * Import-direction check for DESIGN.md §3:
  * - `proxy/h3/` imports nothing outside itself and touches no `Deno.*` API;
  * - `payments/domain/` imports only `shared/` and itself;
- * - only `main.ts` files, `proxy/quic/` and tests touch the unstable QUIC, KV
- *   and HTTP-client APIs.
+ * - only `main.ts` files, `proxy/quic/` and tests touch the unstable QUIC and
+ *   KV APIs (`Deno.createHttpClient` is stable in Deno 2).
  *
  * Usage: `deno task lint:layers` (exit 1 and one line per violation).
  *
@@ -21,7 +21,8 @@ export interface Violation {
   rule: string;
 }
 
-const UNSTABLE = /\bDeno\.(QuicEndpoint|connectQuic|openKv|createHttpClient|upgradeWebTransport)\b/;
+const UNSTABLE =
+  /\bnew\s+Deno\.QuicEndpoint\b|\bDeno\.(connectQuic|openKv|upgradeWebTransport)\s*[(<]/;
 const IMPORT =
   /(?:^|\s)(?:import|export)\b[^"'`]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)|^\s*import\s+["']([^"']+)["']/;
 

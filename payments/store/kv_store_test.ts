@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import { PaymentsError } from "../domain/errors.ts";
+import { PaymentsStore } from "./kv_store.ts";
+
+Deno.test("change: commits sets, checks and the idempotency record in one atomic", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new PaymentsStore(kv);
+  const r = await store.change({
+    requestId: "k1",
+    op: "op",
+    plan: () =>
+      Promise.resolve({
+        checks: [{ key: ["x"], versionstamp: null }],
+        sets: [{ key: ["x"], value: 1 }],
+        status: 201,
+        body: { ok: true },
+      }),
+  });
+  assert.deepEqual(r, { status: 201, body: { ok: true }, headers: undefined, replayed: false });
+  assert.equal((await kv.get(["x"])).value, 1);
+  assert.equal((await kv.get<{ op: string }>(["idem", "k1"])).value?.op, "op");
+  const again = await store.change({
+    requestId: "k1",
+    op: "op",
+    plan: () => Promise.reject(new Error("must not run")),
+  });
+  assert.equal(again.replayed, true);
+  await assert.rejects(
+    store.change({ requestId: "k1", op: "other", plan: () => Promise.reject(new Error("no")) }),
+    (e) => e instanceof PaymentsError && e.details[0].message === "requestId is invalid.",
+  );
+  kv.close();
+});
+
+Deno.test("change: a duplicate committed between the idempotency read and the plan is replayed", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new PaymentsStore(kv);
+  const r = await store.change({
+    requestId: "k2",
+    op: "capture:c1",
+    plan: async () => {
+      // the concurrent duplicate wins right now ...
+      await kv.set(["idem", "k2"], { op: "capture:c1", status: 200, body: { first: true } });
+      // ... so this attempt sees a state that forbids the operation
+      throw PaymentsError.conflict("status", "already captured");
+    },
+  });
+  assert.deepEqual(r, { op: "capture:c1", status: 200, body: { first: true }, replayed: true });
+  kv.close();
+});
+
+Deno.test("change: a lost versionstamp race re-plans on fresh reads", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new PaymentsStore(kv);
+  await kv.set(["n"], 0);
+  let calls = 0;
+  const r = await store.change({
+    op: "inc",
+    plan: async () => {
+      calls++;
+      const e = await kv.get<number>(["n"]);
+      if (calls === 1) await kv.set(["n"], 10); // someone else writes in between
+      return { checks: [e], sets: [{ key: ["n"], value: e.value! + 1 }], status: 200, body: null };
+    },
+  });
+  assert.equal(r.status, 200);
+  assert.equal(calls, 2);
+  assert.equal((await kv.get(["n"])).value, 11);
+  kv.close();
+});
+
+Deno.test("change: gives up with 503 PMT-6000 after maxAttempts conflicts", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new PaymentsStore(kv, { maxAttempts: 3 });
+  await assert.rejects(
+    store.change({
+      op: "x",
+      plan: () =>
+        Promise.resolve({
+          checks: [{ key: ["never"], versionstamp: "00000000000000000000" }],
+          sets: [],
+          status: 200,
+          body: null,
+        }),
+    }),
+    (e) => e instanceof PaymentsError && e.status === 503 && e.details[0].code === "PMT-6000",
+  );
+  kv.close();
+});
+
+Deno.test("deleteIfExists and listNewestFirst", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new PaymentsStore(kv);
+  await kv.set(["l", "a"], 1);
+  await kv.set(["l", "b"], 2);
+  assert.deepEqual(await store.listNewestFirst(["l"]), [2, 1]);
+  assert.equal(await store.deleteIfExists(["l", "a"]), true);
+  assert.equal(await store.deleteIfExists(["l", "a"]), false);
+  kv.close();
+});

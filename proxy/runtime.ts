@@ -1,0 +1,325 @@
+/**
+ * The proxy's live state around one configuration "generation": routes and
+ * balancers (the request handler), active health checks, passive ejection,
+ * pooled backend clients, admin overrides (disabled backends, weights), and
+ * metrics. A reload builds a new generation from a validated configuration
+ * and swaps it in; requests already running finish on the old one.
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import type { Config } from "../shared/config_schema.ts";
+import { createProxyApp } from "./app.ts";
+import { HealthChecker, PassiveHealth, type ProbeFetch } from "./health/mod.ts";
+import { ProxyMetrics } from "./metrics/metrics.ts";
+import type { MetricsView } from "./metrics/prometheus.ts";
+import type { RequestHandler } from "./server/types.ts";
+
+const log = getLogger(["proxy", "runtime"]);
+
+/** A pooled HTTP/2 client for one backend address. */
+export interface BackendClient {
+  fetch(url: string, init: RequestInit): Promise<Response>;
+  close(): void;
+}
+
+/** What the runtime needs from the outside world (main.ts wires real ones). */
+export interface RuntimeOptions {
+  /** `spooky/<version>` for health probes. */
+  userAgent: string;
+  /** Opens the h2c client of one backend address. */
+  openClient(address: string): BackendClient;
+  /** Transport of health probes. */
+  probeFetch: ProbeFetch;
+  /** Monotonic milliseconds; default `performance.now`. */
+  now?: () => number;
+}
+
+/** One backend as the admin API shows it. */
+export interface BackendInfo {
+  id: string;
+  pool: string;
+  address: string;
+  /** Effective weight (an admin override, or the configured one). */
+  weight: number;
+  configuredWeight: number;
+  enabled: boolean;
+  /** Active health-check state. */
+  health: "healthy" | "unhealthy";
+  /** Ejected by passive health (outlier detection). */
+  ejected: boolean;
+}
+
+interface Generation {
+  config: Config;
+  checker: HealthChecker;
+  handler: RequestHandler;
+  inflight: number;
+  idle: PromiseWithResolvers<void> | null;
+}
+
+/** Keys whose change needs a restart: they belong to the listeners. */
+function restartNotes(prev: Config, next: Config): string[] {
+  const notes: string[] = [];
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  if (prev.listen.address !== next.listen.address || prev.listen.port !== next.listen.port) {
+    notes.push("listen.address/listen.port");
+  }
+  if (!same(prev.listen.tls, next.listen.tls)) notes.push("listen.tls");
+  if (
+    prev.listen.max_streams !== next.listen.max_streams ||
+    prev.listen.idle_timeout_ms !== next.listen.idle_timeout_ms ||
+    prev.listen.tcp_fallback !== next.listen.tcp_fallback
+  ) notes.push("listen.max_streams/idle_timeout_ms/tcp_fallback");
+  if (!same(prev.limits, next.limits)) notes.push("limits");
+  if (!same(prev.admin, next.admin)) notes.push("admin");
+  if (!same(prev.passive_health, next.passive_health)) notes.push("passive_health");
+  return notes;
+}
+
+/**
+ * Live proxy state with hot reload and admin controls.
+ *
+ * @example
+ * ```ts
+ * const runtime = new ProxyRuntime(config, { userAgent, openClient, probeFetch });
+ * runtime.start();
+ * const server = new H3Server(transport, { handler: runtime.handler, ... });
+ * await runtime.reload(newConfig); // routes, pools, weights and checks swap
+ * ```
+ */
+export class ProxyRuntime {
+  /** Counters, gauges and the latency histogram. */
+  readonly metrics: ProxyMetrics = new ProxyMetrics();
+  /** The request handler; always serves with the current generation. */
+  readonly handler: RequestHandler;
+  readonly #opts: RuntimeOptions;
+  readonly #now: () => number;
+  readonly #clients = new Map<string, BackendClient>();
+  readonly #disabled = new Set<string>();
+  readonly #weights = new Map<string, number>();
+  readonly #passive: PassiveHealth | null;
+  #gen: Generation;
+  #started = false;
+
+  constructor(config: Config, opts: RuntimeOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? (() => performance.now());
+    const ph = config.passive_health;
+    this.#passive = ph.enabled
+      ? new PassiveHealth({ consecutiveFailures: ph.consecutive_failures, ejectMs: ph.eject_ms })
+      : null;
+    this.#gen = this.#build(config);
+    this.handler = async (req) => {
+      const gen = this.#gen;
+      gen.inflight++;
+      const t0 = this.#now();
+      try {
+        return await gen.handler(req);
+      } finally {
+        this.metrics.latency.observe((this.#now() - t0) / 1000);
+        if (--gen.inflight === 0) gen.idle?.resolve();
+      }
+    };
+  }
+
+  /** The configuration being served. */
+  get config(): Config {
+    return this.#gen.config;
+  }
+
+  /** Starts health checks. */
+  start(): void {
+    this.#started = true;
+    this.#gen.checker.start();
+  }
+
+  #client(address: string): BackendClient {
+    let c = this.#clients.get(address);
+    if (!c) {
+      c = this.#opts.openClient(address);
+      this.#clients.set(address, c);
+    }
+    return c;
+  }
+
+  #effectiveConfig(config: Config): Config {
+    if (this.#weights.size === 0) return config;
+    const copy = structuredClone(config) as Config;
+    for (const pool of Object.values(copy.upstream)) {
+      for (const b of pool.backends) {
+        const w = this.#weights.get(b.id);
+        if (w !== undefined) (b as { weight: number }).weight = w;
+      }
+    }
+    return copy;
+  }
+
+  #makeHandler(config: Config, checker: HealthChecker): RequestHandler {
+    const passive = this.#passive;
+    return createProxyApp({
+      config: this.#effectiveConfig(config),
+      metrics: this.metrics,
+      fetchBackend: (b, url, init) => this.#client(b.address).fetch(url, init),
+      health: {
+        isAvailable: (id) =>
+          !this.#disabled.has(id) && checker.isHealthy(id) && !(passive?.isEjected(id) ?? false),
+        isAvailableIgnoringEjection: (id) => !this.#disabled.has(id) && checker.isHealthy(id),
+        report: passive
+          ? (id, outcome) => {
+            if (outcome === "success") passive.reportSuccess(id);
+            else passive.reportFailure(id, outcome);
+          }
+          : undefined,
+      },
+    });
+  }
+
+  #build(config: Config): Generation {
+    const backends = Object.values(config.upstream).flatMap((u) => u.backends);
+    const checker = new HealthChecker({
+      backends,
+      fetch: this.#opts.probeFetch,
+      userAgent: this.#opts.userAgent,
+    });
+    return {
+      config,
+      checker,
+      handler: this.#makeHandler(config, checker),
+      inflight: 0,
+      idle: null,
+    };
+  }
+
+  /**
+   * Swaps in a new, already validated configuration. Returns the changed keys
+   * that only take effect after a restart (listeners, limits, admin).
+   */
+  async reload(next: Config): Promise<string[]> {
+    const old = this.#gen;
+    const notes = restartNotes(old.config, next);
+    const ids = new Set(Object.values(next.upstream).flatMap((u) => u.backends.map((b) => b.id)));
+    for (const id of [...this.#weights.keys()]) if (!ids.has(id)) this.#weights.delete(id);
+    for (const id of [...this.#disabled]) if (!ids.has(id)) this.#disabled.delete(id);
+    const gen = this.#build(next);
+    if (this.#started) gen.checker.start();
+    this.#gen = gen;
+    await old.checker.stop();
+    // Clients of addresses no longer used close once the old generation's
+    // requests are done.
+    const used = new Set(
+      Object.values(next.upstream).flatMap((u) => u.backends.map((b) => b.address)),
+    );
+    this.#whenIdle(old).then(() => {
+      if (this.#gen !== gen) return; // another reload took over; it will clean up
+      for (const [address, client] of this.#clients) {
+        if (!used.has(address)) {
+          client.close();
+          this.#clients.delete(address);
+        }
+      }
+    });
+    log.info("configuration reloaded: {pools} pools, {backends} backends", {
+      pools: Object.keys(next.upstream).length,
+      backends: ids.size,
+    });
+    for (const key of notes) log.warn("{key} changed: takes effect after a restart", { key });
+    return notes;
+  }
+
+  #whenIdle(gen: Generation): Promise<void> {
+    if (gen.inflight === 0) return Promise.resolve();
+    gen.idle ??= Promise.withResolvers<void>();
+    return gen.idle.promise;
+  }
+
+  #find(id: string): { pool: string; address: string; weight: number } | undefined {
+    for (const [pool, u] of Object.entries(this.#gen.config.upstream)) {
+      const b = u.backends.find((x) => x.id === id);
+      if (b) return { pool, address: b.address, weight: b.weight };
+    }
+    return undefined;
+  }
+
+  /** Every backend with its state. */
+  backends(): BackendInfo[] {
+    const out: BackendInfo[] = [];
+    for (const [pool, u] of Object.entries(this.#gen.config.upstream)) {
+      for (const b of u.backends) {
+        out.push({
+          id: b.id,
+          pool,
+          address: b.address,
+          weight: this.#weights.get(b.id) ?? b.weight,
+          configuredWeight: b.weight,
+          enabled: !this.#disabled.has(b.id),
+          health: this.#gen.checker.isHealthy(b.id) ? "healthy" : "unhealthy",
+          ejected: this.#passive?.isEjected(b.id) ?? false,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Disables or re-enables a backend; `false` for an unknown id. */
+  setEnabled(id: string, enabled: boolean): boolean {
+    if (!this.#find(id)) return false;
+    if (enabled) this.#disabled.delete(id);
+    else this.#disabled.add(id);
+    log.info("backend {id} {state} by the admin API", {
+      id,
+      state: enabled ? "enabled" : "disabled",
+    });
+    return true;
+  }
+
+  /** Overrides a backend's weight until the next reload; `false` for an unknown id. */
+  setWeight(id: string, weight: number): boolean {
+    if (!this.#find(id)) return false;
+    this.#weights.set(id, weight);
+    this.#gen.handler = this.#makeHandler(this.#gen.config, this.#gen.checker);
+    log.info("backend {id} weight set to {weight} by the admin API", { id, weight });
+    return true;
+  }
+
+  /** Pools in which no backend is available (enabled and healthy). */
+  poolsWithoutHealthyBackend(): string[] {
+    const byPool = new Map<string, boolean>();
+    for (const b of this.backends()) {
+      const ok = b.enabled && b.health === "healthy" && b.weight > 0;
+      byPool.set(b.pool, (byPool.get(b.pool) ?? false) || ok);
+    }
+    return [...byPool].filter(([, ok]) => !ok).map(([pool]) => pool);
+  }
+
+  /** Everything `/metrics` shows, except process figures the caller adds. */
+  metricsView(
+    extra: Pick<MetricsView, "version" | "uptimeSeconds" | "startTimeSeconds" | "residentBytes">,
+  ): MetricsView {
+    const picks = this.metrics.picks();
+    return {
+      ...extra,
+      global: this.metrics.global,
+      backends: this.backends().map((b) => ({
+        id: b.id,
+        pool: b.pool,
+        counters: this.metrics.backend(b.id),
+        healthy: b.health === "healthy",
+        enabled: b.enabled,
+        weight: b.weight,
+        picks: picks.get(b.id) ?? 0,
+      })),
+      latency: this.metrics.latency.snapshot(),
+      activeConnections: this.metrics.activeConnections,
+      activeStreams: this.metrics.activeStreams,
+    };
+  }
+
+  /** Stops health checks and closes every backend client. */
+  async stop(): Promise<void> {
+    await this.#gen.checker.stop();
+    for (const c of this.#clients.values()) c.close();
+    this.#clients.clear();
+  }
+}

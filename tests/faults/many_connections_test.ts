@@ -1,0 +1,60 @@
+/**
+ * Fault test (issue #8): 1,000 concurrent QUIC connections, each with one
+ * request in flight at the same time. Every request gets 200.
+ */
+// deno-lint-ignore-file no-console
+import assert from "node:assert/strict";
+import { startBackend } from "../support/backend.ts";
+import { H3TestClient } from "../support/h3_client.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { faultConfig, getHead, mib, rssBytes, withTimeout } from "./_support.ts";
+
+const CONNECTIONS = 1000;
+/** Handshakes started at once while opening (all connections stay open together). */
+const HANDSHAKE_WAVE = 100;
+
+Deno.test("faults: 1,000 concurrent connections with one request each all get 200", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(faultConfig([be.address], { requestTimeoutMs: 30_000 }));
+  const ca = await Deno.readTextFile((await testCerts()).caPath);
+  const clients: H3TestClient[] = [];
+  try {
+    const t0 = performance.now();
+    for (let i = 0; i < CONNECTIONS; i += HANDSHAKE_WAVE) {
+      const wave = await withTimeout(
+        Promise.all(
+          Array.from(
+            { length: Math.min(HANDSHAKE_WAVE, CONNECTIONS - i) },
+            () => H3TestClient.connect(proxy.port, ca),
+          ),
+        ),
+        30_000,
+        `handshakes ${i}..${i + HANDSHAKE_WAVE}`,
+      );
+      clients.push(...wave);
+    }
+    const t1 = performance.now();
+    const rssOpen = await rssBytes(proxy.pid);
+    const results = await withTimeout(
+      Promise.all(clients.map((c, i) => c.request({ head: getHead(`/c/${i}`, proxy.port) }))),
+      60_000,
+      "1,000 requests",
+    );
+    const t2 = performance.now();
+    const bad = results.map((r, i) => ({ i, status: r.status, finished: r.finished }))
+      .filter((r) => r.status !== 200 || !r.finished);
+    assert.deepEqual(bad, [], "every connection's request gets 200");
+    for (const [i, r] of results.entries()) {
+      assert.equal(JSON.parse(new TextDecoder().decode(r.body)).path, `/c/${i}`);
+    }
+    console.log(
+      `1,000 connections: opened in ${(t1 - t0).toFixed(0)} ms, 1,000 concurrent requests in ${
+        (t2 - t1).toFixed(0)
+      } ms; proxy RSS with all open ${mib(rssOpen)}`,
+    );
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
