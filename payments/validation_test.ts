@@ -208,3 +208,37 @@ Deno.test("never a 500: arbitrary JSON bodies and headers on every write endpoin
     h.close();
   }
 });
+
+Deno.test("never a 500: arbitrary path identifiers, percent-escapes and methods", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const templates = ALL_ENDPOINTS.map((e) => e.route.path);
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...templates),
+        fc.array(
+          fc.oneof(
+            fc.string({ minLength: 1, maxLength: 40 }).map(encodeURIComponent),
+            fc.constantFrom("%", "%E0%A4%A", "%00", "%2F", "..", "%FF%FE", "%25"),
+          ),
+          { minLength: 3, maxLength: 3 },
+        ),
+        fc.constantFrom("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"),
+        async (template, ids, method) => {
+          let i = 0;
+          const path = template.replace(/\{[^}]+\}/g, () => ids[i++] || "x");
+          const res = await h.app.request(`/vendor/v4${path}`, {
+            method,
+            headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+            body: method === "POST" ? "{}" : undefined,
+          });
+          await res.body?.cancel();
+          assert.ok(res.status < 500, `${method} ${path} → ${res.status}`);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  } finally {
+    h.close();
+  }
+});

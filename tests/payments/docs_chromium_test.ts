@@ -49,7 +49,6 @@ async function runChromium(dir: string, extra: string[]): Promise<Deno.CommandOu
 Deno.test({
   name: "/docs renders every operation in headless Chromium; screenshot is a real PNG",
   ignore: !chromium,
-  sanitizeResources: false,
   async fn() {
     const srv = await startPaymentsServer({
       port: 0,

@@ -31,6 +31,10 @@ export interface ProxyProcess {
   port: number;
   /** Process id of the proxy (e.g. to read its RSS from /proc). */
   pid: number;
+  /** The configuration file (rewrite it, then SIGHUP or POST /admin/reload). */
+  configPath: string;
+  /** Port of the admin listener, when the config has `admin`. */
+  adminPort?: number;
   /** Lines printed so far on stdout and stderr. */
   stdout: string[];
   stderr: string[];
@@ -114,7 +118,10 @@ export async function startProxy(
   const stdout: string[] = [];
   const stderr: string[] = [];
   const listening = Promise.withResolvers<number>();
+  let adminPort: number | undefined;
   const outDone = collectLines(child.stdout, stdout, (line) => {
+    const admin = /^Admin listening on .*:(\d+)$/.exec(line);
+    if (admin) adminPort = Number(admin[1]);
     const m = /^Listening on .*:(\d+)$/.exec(line);
     if (m) listening.resolve(Number(m[1]));
   });
@@ -137,6 +144,8 @@ export async function startProxy(
     return {
       port,
       pid: child.pid,
+      configPath: path,
+      adminPort,
       stdout,
       stderr,
       exited,
