@@ -159,7 +159,7 @@ export function echeckView(r: ECheckRecord): W.ECheck {
       routingNumber: `xxxxx${r.bank.routingNumber.slice(-4)}`,
     },
     checkNumber: r.checkNumber,
-    context: contextView(r.context),
+    context: { ...contextView(r.context), deviceInfo: {} },
     created: r.created,
     description: r.description,
     id: r.id,

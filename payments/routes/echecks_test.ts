@@ -28,6 +28,7 @@ Deno.test("e-checks: capitalised spec form → PENDING, masked account and routi
   assert.equal(ec.bankAccount.accountNumber, "xxxxxxxxxxxx6789");
   assert.equal(ec.bankAccount.routingNumber, "xxxxx0015");
   assert.equal(ec.context.isEcommerce, true);
+  assert.deepEqual(ec.context.deviceInfo, {});
   const got = await h.req("GET", `payments/echecks/${ec.id}`);
   assert.equal(got.status, 200);
   assert.deepEqual(got.body, r.body);

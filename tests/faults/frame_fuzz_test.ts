@@ -33,7 +33,7 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, isAlive, mib, rssBytes, sleep, withTimeout } from "./_support.ts";
 
-const CASES = 10_000;
+const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 10_000);
 const WARMUP_CASES = 1_000;
 /** Request streams in flight at once on one connection. */
 const CONCURRENCY = 48;
