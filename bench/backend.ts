@@ -18,7 +18,7 @@
 import { parseArgs } from "node:util";
 
 /** The fixed small body (100 bytes). */
-export const SMALL_BODY: Uint8Array = new TextEncoder().encode(
+export const SMALL_BODY: Uint8Array<ArrayBuffer> = new TextEncoder().encode(
   "spooky benchmark backend: a fixed body for the small-response test".padEnd(99, ".") + "\n",
 );
 

@@ -66,7 +66,7 @@ if (import.meta.main) {
   let bgOk = 0;
   let errors = 0;
   const pending = new Set<Promise<void>>();
-  let timer: number | undefined;
+  let timer: ReturnType<typeof setInterval> | undefined;
   if (bgRate > 0) {
     const t0 = performance.now();
     timer = setInterval(() => {
@@ -80,7 +80,9 @@ if (import.meta.main) {
             if (r.status === 200) bgOk++;
             else errors++;
           },
-          () => errors++,
+          () => {
+            errors++;
+          },
         ).finally(() => pending.delete(p));
         pending.add(p);
       }

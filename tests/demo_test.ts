@@ -1,0 +1,73 @@
+/**
+ * `deno task start` brings up the demo: an HTTP/3 request on UDP 9889 reaches
+ * the payments API through the proxy (401 without the token, 200 with it),
+ * and Ctrl-C (SIGINT) stops everything cleanly.
+ */
+import assert from "node:assert/strict";
+import { H3TestClient } from "./support/h3_client.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", async () => {
+  const token = `test-${crypto.randomUUID().slice(0, 8)}`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["task", "start"],
+    cwd: ROOT,
+    env: { DEMO_TOKEN: token, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let out = "";
+  const ready = Promise.withResolvers<void>();
+  const reading = (async () => {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      out += chunk;
+      if (out.includes("Ctrl-C stops everything")) ready.resolve();
+    }
+  })();
+  const errText = new Response(child.stderr).text();
+  const timer = setTimeout(() => ready.reject(new Error(`demo not up in 60 s:\n${out}`)), 60_000);
+  child.status.then(() => ready.reject(new Error(`demo exited early:\n${out}`)));
+  try {
+    await ready.promise;
+    clearTimeout(timer);
+    assert.match(out, new RegExp(`Bearer token:\\s+${token}`));
+    assert.match(out, /gtlsclient .* 127\.0\.0\.1 9889/);
+    assert.match(out, /--origin-to-force-quic-on=localhost:9889/);
+    const ca = await Deno.readTextFile(`${ROOT}.dev/certs/ca.pem`);
+    const client = await H3TestClient.connect(9889, ca);
+    try {
+      const path = "/vendor/v4/customers/demo-test/cards";
+      const head = (auth?: string): Array<[string, string]> => {
+        const h: Array<[string, string]> = [
+          [":method", "GET"],
+          [":scheme", "https"],
+          [":authority", "localhost:9889"],
+          [":path", path],
+        ];
+        if (auth) h.push(["authorization", auth]);
+        return h;
+      };
+      const anon = await client.request({ head: head() });
+      assert.equal(anon.status, 401);
+      const authed = await client.request({ head: head(`Bearer ${token}`) });
+      assert.equal(authed.status, 200, new TextDecoder().decode(authed.body));
+      assert.ok(authed.headers.some(([n, v]) => n === "via" && v.includes("spooky")));
+    } finally {
+      await client.close();
+    }
+  } finally {
+    clearTimeout(timer);
+    try {
+      child.kill("SIGINT");
+    } catch {
+      // already gone
+    }
+    const status = await child.status;
+    await reading;
+    const stderr = await errText;
+    assert.equal(status.code, 0, stderr);
+    assert.match(out, /stopping/);
+  }
+});
