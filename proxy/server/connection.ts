@@ -131,6 +131,19 @@ export class H3Connection {
   #goawayId: number | null = null;
   #closed = false;
 
+  /** Whether whisper (trace) logging is on: byte counts and hex dumps of what arrives. */
+  readonly #whisper = log.isEnabledFor("trace");
+
+  #dump(streamId: number, bytes: Uint8Array): void {
+    const head = [...bytes.subarray(0, 32)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+    log.trace("stream {id}: received {n} bytes: {hex}{more}", {
+      id: streamId,
+      n: bytes.length,
+      hex: head,
+      more: bytes.length > 32 ? " ..." : "",
+    });
+  }
+
   constructor(conn: QuicConnection, opts: ConnectionOptions) {
     this.#conn = conn;
     this.#opts = opts;
@@ -373,6 +386,12 @@ export class H3Connection {
       return fields;
     }
     const decoded = await new Promise<Array<[string, string]>>((resolve, reject) => {
+      // A section that blocks after the connection closed would wait forever:
+      // #onClosed has already rejected the waiters it knew of.
+      if (this.#closed) {
+        reject(new H3Error(H3Code.REQUEST_CANCELLED, "stream", "connection closed"));
+        return;
+      }
       this.#blocked.set(streamId, { resolve, reject });
     });
     return decoded;
@@ -402,6 +421,7 @@ export class H3Connection {
           readDone = true;
           queue.push(...parser.end());
         } else {
+          if (this.#whisper) this.#dump(streamId, r.value);
           queue.push(...parser.push(r.value));
         }
       }
@@ -429,7 +449,7 @@ export class H3Connection {
         const ended = readDone && queue.every((e) => e.type === "end");
         const hasBody = !BODILESS_METHODS.has(head.method) && !ended && declared !== 0;
         if (hasBody) {
-          bodyStream = this.#requestBody(nextEvent, streamId, declared, bodyFailure);
+          bodyStream = this.#requestBody(nextEvent, streamId, declared, bodyFailure, abort);
         }
         const req: IncomingRequest = {
           head,
@@ -505,6 +525,7 @@ export class H3Connection {
     streamId: number,
     declared: number | undefined,
     failure: { error?: unknown },
+    abort: AbortController,
   ): ReadableStream<Uint8Array> {
     const tracker = new BodyLengthTracker(declared);
     const limit = this.#opts.maxRequestBodyBytes;
@@ -539,6 +560,9 @@ export class H3Connection {
           await pullOnce(controller);
         } catch (err) {
           failure.error ??= err;
+          // The client broke its own body: abort the request first, so the
+          // application sees a client failure and does not blame the backend.
+          abort.abort(err);
           throw err;
         }
       },
