@@ -62,6 +62,8 @@ const CONNECTION_SPECIFIC = new Set([
 const REQUEST_PSEUDO = new Set([":method", ":scheme", ":authority", ":path", ":protocol"]);
 
 const BAD_VALUE_CHAR = /[\0\r\n]/;
+/** Other control characters (not HTAB): not field-vchar (RFC 9110 §5.5). */
+const CTL_VALUE_CHAR = /[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
 const DIGITS = /^[0-9]+$/;
 
@@ -86,11 +88,14 @@ function checkName(name: string): void {
   fail(name, `invalid character in field name ${JSON.stringify(name)} (RFC 9114 §4.2, §10.3)`);
 }
 
-/** RFC 9114 §4.2, §10.3 with RFC 9110 §5.5: no NUL/CR/LF, no leading/trailing whitespace. */
+/** RFC 9114 §4.2, §10.3 with RFC 9110 §5.5: no NUL/CR/LF or other CTLs but HTAB, no leading/trailing whitespace. */
 function checkValue(name: string, value: string): void {
   if (value.length === 0) return;
   if (BAD_VALUE_CHAR.test(value)) {
     fail(name, `NUL, CR or LF in the value of ${name} (RFC 9114 §10.3)`);
+  }
+  if (CTL_VALUE_CHAR.test(value)) {
+    fail(name, `control character in the value of ${name} (RFC 9110 §5.5)`);
   }
   const first = value.charCodeAt(0);
   const last = value.charCodeAt(value.length - 1);

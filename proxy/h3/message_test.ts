@@ -47,6 +47,12 @@ Deno.test("RFC 9114 §10.3: field values with NUL, CR or LF are malformed", () =
   validateRequestFields(req(["x-empty", ""]));
 });
 
+Deno.test("RFC 9110 §5.5: field values with control characters other than HTAB are malformed", () => {
+  for (const v of ["a\x01b", "bell\x07", "esc\x1b[0m", "del\x7f", "a\x0bb"]) {
+    assertMalformed(() => validateRequestFields(req(["x-v", v])), "x-v");
+  }
+});
+
 Deno.test("RFC 9110 §5.5: field values with leading or trailing whitespace are malformed", () => {
   for (const v of [" a", "a ", "\ta", "a\t"]) {
     assertMalformed(() => validateRequestFields(req(["x-v", v])), "x-v");

@@ -43,17 +43,32 @@ export function listenQuic(opts: ListenQuicOptions): QuicServerTransport {
     maxIdleTimeout: opts.idleTimeoutMs ?? 30_000,
   });
   let stopped = false;
+  let closed = false;
   const addr: PeerAddr = { hostname: endpoint.addr.hostname, port: endpoint.addr.port };
   return {
     addr,
     async accept(): Promise<QuicConnection | null> {
-      while (!stopped) {
+      while (!closed) {
         let incoming: Deno.QuicIncoming;
         try {
           incoming = await listener.incoming();
         } catch (err) {
-          if (stopped) return null;
+          if (closed) return null;
           throw err;
+        }
+        if (stopped) {
+          // Draining: refuse newcomers but keep the listener running.
+          // `listener.stop()` drops the endpoint's server config, and a late
+          // packet of a connection still waiting to be accepted then panics
+          // Deno 2.9.6 (quinn-proto endpoint.rs:217 unwraps the missing
+          // config), so the listener is never stopped, only closed with the
+          // endpoint.
+          try {
+            incoming.refuse();
+          } catch {
+            // already gone
+          }
+          continue;
         }
         // Accept before reading remoteAddr: reading it first consumes the
         // incoming connection (DESIGN.md §2).
@@ -67,16 +82,12 @@ export function listenQuic(opts: ListenQuicOptions): QuicServerTransport {
       return null;
     },
     stop() {
-      if (stopped) return;
       stopped = true;
-      try {
-        listener.stop();
-      } catch {
-        // already stopped
-      }
     },
     close(info?: CloseInfo) {
-      this.stop();
+      if (closed) return;
+      stopped = true;
+      closed = true;
       try {
         endpoint.close(info ?? { closeCode: 0x100, reason: "" });
       } catch {

@@ -44,9 +44,9 @@ export interface QuicConnection {
 export interface QuicServerTransport {
   /** The bound address. */
   readonly addr: PeerAddr;
-  /** Next accepted connection, or `null` once the listener is stopped. */
+  /** Next accepted connection, or `null` once the transport is closed. */
   accept(): Promise<QuicConnection | null>;
-  /** Stops accepting new connections; existing ones live on. */
+  /** Stops accepting: newcomers are refused from now on; existing connections live on. */
   stop(): void;
   /** Closes the endpoint and every connection on it. */
   close(info?: CloseInfo): void;

@@ -460,7 +460,10 @@ export class H3Connection {
         try {
           response = await this.#opts.handler(req);
         } catch (err) {
-          log.error("handler failed: {error}", { error: String(err) });
+          // A failure of the client's own body is reported below, not as a bug.
+          if (bodyFailure.error === undefined) {
+            log.error("handler failed: {error}", { error: String(err) });
+          }
           response = errorResponse(500, "internal_error", "internal proxy error");
         }
         // A failure of the client's own body outranks what the backend said.
