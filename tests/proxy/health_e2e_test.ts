@@ -7,11 +7,11 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 
-const INTERVAL = 150;
-const TIMEOUT = 100;
+const INTERVAL = 250;
+const TIMEOUT = 500;
 const FAILURES = 2;
 const SUCCESSES = 2;
-const COOLDOWN = 1200;
+const COOLDOWN = 1500;
 
 function hc(): string {
   return `{interval: ${INTERVAL}, timeout_ms: ${TIMEOUT}, failure_threshold: ${FAILURES}, success_threshold: ${SUCCESSES}, cooldown_ms: ${COOLDOWN}}`;
