@@ -159,6 +159,17 @@ Deno.test("e2e: routing and error statuses", async (t) => {
       });
       assert.equal(r.status, 400);
     });
+    await t.step("header list over SETTINGS_MAX_FIELD_SECTION_SIZE → 431", async () => {
+      const r = await client.request({
+        head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
+          ":path",
+          "/api",
+        ], ["x-big", "a".repeat(70_000)]],
+      });
+      assert.equal(r.status, 431);
+      const ok = await get("/api/after");
+      assert.equal(ok.status, 200, "the connection survives");
+    });
     await t.step("body over max_request_body_bytes → 413", async () => {
       const r = await client.request({
         head: [[":method", "POST"], [":scheme", "https"], [":authority", "localhost"], [
