@@ -4,6 +4,7 @@
  * the HTTP/2 backend: the proxy's memory stays bounded, the backend is asked
  * for only a bounded amount, and other clients are still served.
  */
+// deno-lint-ignore-file no-console
 import assert from "node:assert/strict";
 import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";

@@ -21,6 +21,13 @@ export function testCerts(): Promise<
 > {
   certsDir ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "spooky-certs-" });
+    globalThis.addEventListener("unload", () => {
+      try {
+        Deno.removeSync(dir, { recursive: true });
+      } catch {
+        // already gone
+      }
+    });
     return await ensureDevCerts(dir);
   })();
   return certsDir;
@@ -128,6 +135,8 @@ export async function startProxy(
   const errDone = collectLines(child.stderr, stderr);
   const exited = child.status.then(async (s) => {
     await Promise.allSettled([outDone, errDone]);
+    // The config folder is this process's own; the shared certificates stay.
+    await Deno.remove(path.slice(0, path.lastIndexOf("/")), { recursive: true }).catch(() => {});
     return s.code;
   });
   exited.then((code) =>
