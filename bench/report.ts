@@ -245,6 +245,24 @@ export function renderMarkdown(r: BenchResults): string {
     );
   }
   L.push("");
+  L.push("## Notes on method");
+  L.push("");
+  L.push(
+    "- Two cores are shared by the server under test, the backend and the load generator. " +
+      "h3load's gtlsclient processes print per-packet debug output (the shared script does not " +
+      "pass `-q`), so the client itself takes much of the CPU and req/s is client-bound for the " +
+      "faster server; CPU µs/request of the server is the better comparison.",
+  );
+  L.push(
+    "- The proxy's `request_timeout_ms` runs until the backend's response headers, so it also " +
+      "bounds how long an upload may take: the bench sets it to 600 s (the default, 30 s, fails " +
+      "a 1 GiB upload slower than ~290 Mbit/s with 503).",
+  );
+  L.push(
+    "- Profile the proxy under the same load with `deno task bench --profile` " +
+      "(`--cpu-prof`, summarised by `bench/analyze_profile.ts`).",
+  );
+  L.push("");
   return L.join("\n");
 }
 
@@ -264,7 +282,7 @@ const COLORS = ["#7b3fb5", "#2a9d8f"];
 function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): string {
   const out: string[] = [];
   const max = Math.max(1, ...p.values.flat().filter(Number.isFinite));
-  const top = y0 + 28;
+  const top = y0 + 42;
   const bottom = y0 + h - 28;
   const plotH = bottom - top;
   const groupW = w / p.groups.length;
@@ -289,7 +307,7 @@ function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): strin
       );
       out.push(
         `<text x="${(bx + barW / 2 - 1).toFixed(1)}" y="${(bottom - bh - 4).toFixed(1)}" ` +
-          `text-anchor="middle" font-size="10">${Math.round(v)}</text>`,
+          `text-anchor="middle" font-size="10">${v < 10 ? v.toFixed(1) : Math.round(v)}</text>`,
       );
     });
     out.push(

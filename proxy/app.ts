@@ -18,7 +18,7 @@ import type { ProxyMetrics } from "./metrics/metrics.ts";
 import { Router } from "./router/router.ts";
 import { errorResponse } from "./server/connection.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./server/types.ts";
-import { downstreamResponseFields, upstreamRequestHeaders } from "./upstream/headers.ts";
+import { downstreamResponseFields, upstreamRequestHeaderList } from "./upstream/headers.ts";
 
 const log = getLogger(["proxy", "upstream"]);
 
@@ -99,6 +99,36 @@ async function readAll(
 }
 
 /**
+ * A response body with a declared length of at most {@link BUFFER_BODY_LIMIT}
+ * is read whole (one native read instead of a stream reader per chunk), so the
+ * server can send HEADERS and DATA in one write. If reading it fails, the
+ * result is a stream that fails at once: the server then marks the response
+ * malformed exactly as for a broken streamed body. Everything else stays a
+ * stream.
+ */
+async function smallBodyOrStream(
+  res: Response,
+  fields: ReadonlyArray<readonly [string, string]>,
+  method: string,
+): Promise<ReadableStream<Uint8Array> | Uint8Array | null> {
+  if (res.body === null || method === "HEAD") return res.body;
+  let declared = -1;
+  for (const [name, value] of fields) {
+    if (name === "content-length") {
+      declared = Number(value);
+      break;
+    }
+  }
+  if (!(declared >= 0 && declared <= BUFFER_BODY_LIMIT)) return res.body;
+  try {
+    const bytes = await res.bytes();
+    return bytes.length === 0 ? null : bytes; // no empty DATA frame, as when streamed
+  } catch (err) {
+    return new ReadableStream<Uint8Array>({ start: (c) => c.error(err) });
+  }
+}
+
+/**
  * Builds the request handler from a configuration.
  *
  * @example
@@ -162,7 +192,7 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       return errorResponse(503, "no_healthy_backend", `no healthy backend in pool ${pool.name}`);
     }
 
-    const headers = upstreamRequestHeaders(head.fields, {
+    const headers = upstreamRequestHeaderList(head.fields, {
       ip: req.remote.hostname,
       authority,
     });
@@ -189,24 +219,37 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       const ctl = new AbortController();
       const onClientGone = () => ctl.abort(req.signal.reason);
       req.signal.addEventListener("abort", onClientGone, { once: true });
-      const timer = setTimeout(() => ctl.abort(new BackendTimeout(pool.timeoutMs)), pool.timeoutMs);
+      // request_timeout_ms bounds the wait for the backend's answer once the
+      // request is fully sent: a streamed upload starts the clock when its
+      // last byte has been handed to the backend, so a long upload is not cut.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const startClock = () => {
+        timer ??= setTimeout(() => ctl.abort(new BackendTimeout(pool.timeoutMs)), pool.timeoutMs);
+      };
+      let sent: BodyInit | null = body;
+      if (body instanceof ReadableStream) {
+        sent = body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: startClock }));
+      } else {
+        startClock();
+      }
       try {
         const init: RequestInit & { duplex?: string } = {
           method: head.method,
           headers,
-          body,
+          body: sent,
           signal: ctl.signal,
           redirect: "manual",
         };
-        if (body instanceof ReadableStream) init.duplex = "half";
+        if (sent instanceof ReadableStream) init.duplex = "half";
         const res = await deps.fetchBackend(backend, `http://${backend.address}${path}`, init);
         clearTimeout(timer);
         health.report?.(backend.id, res.status >= 500 ? "5xx" : "success");
         metrics.record(backend.id, res.status);
+        const fields = downstreamResponseFields(res.headers);
         return {
           status: res.status,
-          headers: downstreamResponseFields(res.headers),
-          body: res.body,
+          headers: fields,
+          body: await smallBodyOrStream(res, fields, head.method),
         };
       } catch (err) {
         clearTimeout(timer);

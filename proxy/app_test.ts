@@ -117,3 +117,36 @@ Deno.test("proxy app: no available backend → 503", async () => {
   const res = await app(request("/api/x"));
   assert.equal(res.status, 503);
 });
+
+Deno.test("proxy app: request_timeout_ms starts when a streamed upload has been sent", async () => {
+  const slowBody = () => {
+    let n = 0;
+    return new ReadableStream<Uint8Array>({
+      async pull(c) {
+        await new Promise((r) => setTimeout(r, 30));
+        if (n++ < 5) c.enqueue(new Uint8Array(10));
+        else c.close();
+      },
+    });
+  };
+  const app = createProxyApp({
+    config: CONFIG, // request_timeout_ms: 50
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => true },
+    fetchBackend: async (_b, url, init) => {
+      const size = (await new Response(init.body).arrayBuffer()).byteLength;
+      if (url.endsWith("/slow-answer")) {
+        await new Promise((_, reject) =>
+          init.signal!.addEventListener("abort", () => reject(init.signal!.reason))
+        );
+      }
+      return new Response(String(size));
+    },
+  });
+  // 150 ms of upload against a 50 ms timeout: not cut.
+  const ok = await app(request("/api/upload", "POST", slowBody()));
+  assert.equal(ok.status, 200);
+  // A backend that does not answer after the upload still times out.
+  const late = await app(request("/api/slow-answer", "POST", slowBody()));
+  assert.equal(late.status, 503);
+});

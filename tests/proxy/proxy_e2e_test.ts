@@ -73,6 +73,21 @@ Deno.test("e2e: gtlsclient through the proxy to an h2c backend", async (t) => {
       await Deno.remove(dir, { recursive: true });
     });
 
+    await t.step("a 16 MiB random download arrives byte for byte", async () => {
+      const dir = await Deno.makeTempDir();
+      const r = await gtls(proxy.port, `https://localhost:${proxy.port}/random/16777216`, {
+        extra: [`--download=${dir}`],
+      });
+      assert.deepEqual(r.statuses, [200], r.output.slice(-1000));
+      const want = /x-body-sha256: ([0-9a-f]{64})/.exec(r.output)?.[1];
+      const got = await Deno.readFile(`${dir}/16777216`);
+      assert.equal(got.length, 16777216);
+      const hash = [...new Uint8Array(await crypto.subtle.digest("SHA-256", got))]
+        .map((b) => b.toString(16).padStart(2, "0")).join("");
+      assert.equal(hash, want);
+      await Deno.remove(dir, { recursive: true });
+    });
+
     await t.step("500 concurrent streams on one connection all get 200", async () => {
       const r = await gtls(proxy.port, `https://localhost:${proxy.port}/x`, { streams: 500 });
       assert.equal(r.code, 0, r.output.slice(-2000));

@@ -48,7 +48,7 @@ export function startBackend(
 async function defaultHandler(name: string, req: Request): Promise<Response> {
   const url = new URL(req.url);
   // Route prefixes are not stripped by the proxy: match on the last known segment.
-  const m = /\/(echo|bytes|status|slow|headers|health)(\/.*)?$/.exec(url.pathname);
+  const m = /\/(echo|bytes|random|status|slow|headers|health)(\/.*)?$/.exec(url.pathname);
   const p = m ? m[0] : url.pathname;
   if (p === "/echo") {
     const body = new Uint8Array(await req.arrayBuffer());
@@ -59,6 +59,26 @@ async function defaultHandler(name: string, req: Request): Promise<Response> {
   if (p.startsWith("/bytes/")) {
     const n = Number(p.slice(7));
     return new Response(new Uint8Array(n).fill(97), { headers: { "x-backend": name } });
+  }
+  if (p.startsWith("/random/")) {
+    // n random bytes (no repeating pattern), streamed, with their SHA-256 in a header.
+    const n = Number(p.slice(8));
+    const data = new Uint8Array(n);
+    for (let off = 0; off < n; off += 65536) {
+      crypto.getRandomValues(data.subarray(off, Math.min(n, off + 65536)));
+    }
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data));
+    const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+    let off = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (off >= n) return c.close();
+        const size = 1000 + Math.floor(Math.random() * 60000);
+        c.enqueue(data.slice(off, off + size));
+        off += size;
+      },
+    });
+    return new Response(body, { headers: { "x-body-sha256": hex, "content-length": String(n) } });
   }
   if (p.startsWith("/status/")) {
     return new Response(null, { status: Number(p.slice(8)), headers: { "x-backend": name } });
