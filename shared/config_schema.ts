@@ -246,7 +246,6 @@ function int(min: number, max: number, message: string) {
   return z.number().refine((n) => Number.isInteger(n) && n >= min && n <= max, { message });
 }
 
-const PORT_MESSAGE = "must be an integer from 1 to 65535";
 const MAX_INT = Number.MAX_SAFE_INTEGER;
 const positiveInt = (what = "") =>
   int(1, MAX_INT, `must be a positive integer${what ? ` (${what})` : ""}`);

@@ -63,6 +63,7 @@ const REQUEST_PSEUDO = new Set([":method", ":scheme", ":authority", ":path", ":p
 
 const BAD_VALUE_CHAR = /[\0\r\n]/;
 /** Other control characters (not HTAB): not field-vchar (RFC 9110 §5.5). */
+// deno-lint-ignore no-control-regex
 const CTL_VALUE_CHAR = /[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
 const DIGITS = /^[0-9]+$/;

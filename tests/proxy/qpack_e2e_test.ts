@@ -35,7 +35,7 @@ upstream:
 `);
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   const client = await H3TestClient.connect(proxy.port, ca);
-  const headersSeen = async (res: { status: number; body: Uint8Array }) => {
+  const headersSeen = (res: { status: number; body: Uint8Array }) => {
     assert.equal(res.status, 200, new TextDecoder().decode(res.body));
     return JSON.parse(new TextDecoder().decode(res.body)) as Record<string, string>;
   };
@@ -63,7 +63,7 @@ upstream:
         encodeLiteralStaticNameRef(S_PATH, "/headers"),
         encodeIndexedDynamic(0), // abs 2: x-dyn one (duplicate)
       );
-      const seen = await headersSeen(await client.request({ head: block }));
+      const seen = headersSeen(await client.request({ head: block }));
       assert.equal(seen["x-dyn"], "one");
       assert.equal(seen["host"], "localhost");
     });
@@ -77,7 +77,7 @@ upstream:
         encodeLiteralStaticNameRef(S_PATH, "/headers"),
         encodeIndexedPostBase(1), // abs 1
       );
-      const seen = await headersSeen(await client.request({ head: block }));
+      const seen = headersSeen(await client.request({ head: block }));
       assert.equal(seen["x-dyn"], "one");
       assert.equal(seen["host"], "localhost");
     });
@@ -94,7 +94,7 @@ upstream:
       const pending = client.request({ head: block });
       await new Promise((r) => setTimeout(r, 200));
       await client.sendEncoderInstructions(encodeInsertWithLiteralName("x-late", "yes"));
-      const seen = await headersSeen(await pending);
+      const seen = headersSeen(await pending);
       assert.equal(seen["x-late"], "yes");
     });
 
