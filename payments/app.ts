@@ -16,7 +16,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { Health } from "../shared/payments_schemas.ts";
-import { bearerAllowed } from "./auth.ts";
+import { bearerChecker } from "./auth.ts";
 import { DOCS_HTML } from "./docs_page.ts";
 import { PaymentsError } from "./domain/errors.ts";
 import { createIdGenerator, type IdGenerator } from "./domain/ids.ts";
@@ -126,14 +126,17 @@ export function createApp(deps: PaymentsDeps): Hono {
   let openapiJson: string | undefined;
 
   const app = new Hono({ strict: false });
-  app.use("*", async (c, next) => {
+  // Request log at debug level; when debug is off the request only passes through.
+  app.use("*", (c, next) => {
+    if (!log.isEnabledFor("debug")) return next();
     const start = performance.now();
-    await next();
-    log.debug("{method} {path} {status} {ms}ms", {
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      ms: Math.round((performance.now() - start) * 10) / 10,
+    return next().then(() => {
+      log.debug("{method} {path} {status} {ms}ms", {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round((performance.now() - start) * 10) / 10,
+      });
     });
   });
 
@@ -167,11 +170,12 @@ export function createApp(deps: PaymentsDeps): Hono {
 function mountGuarded(inner: Hono, tokens: readonly string[]): Hono {
   // A wrapper whose auth middleware is registered before the inner routes.
   const outer = new Hono({ strict: false });
-  outer.use("*", async (c, next) => {
-    if (!bearerAllowed(c.req.header("authorization"), tokens)) {
+  const allowed = bearerChecker(tokens);
+  outer.use("*", (c, next) => {
+    if (!allowed(c.req.raw.headers.get("authorization") ?? undefined)) {
       throw PaymentsError.unauthorized();
     }
-    await next();
+    return next();
   });
   outer.route("/", inner);
   return outer;

@@ -167,3 +167,23 @@ Deno.test("trailing slashes are accepted", async () => {
   assert.equal((await h.req("GET", "customers/c/cards/")).status, 200);
   h.close();
 });
+
+Deno.test("a body without Content-Length is streamed: chunks join into one JSON document", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const text = JSON.stringify({ amount: "1.00", currency: "USD", card: CARD });
+  const bytes = new TextEncoder().encode(text);
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (let i = 0; i < bytes.length; i += 7) c.enqueue(bytes.slice(i, i + 7));
+      c.close();
+    },
+  });
+  const res = await h.app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    body: stream,
+  });
+  assert.equal(res.status, 201);
+  assert.equal((await res.json()).amount, "1.00");
+  h.close();
+});

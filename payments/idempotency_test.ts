@@ -193,3 +193,58 @@ Deno.test("idempotency: concurrent duplicates of a capture all get the original 
   assert.equal(new Set(charges.map((r) => r.body.id)).size, 1);
   h.close();
 });
+
+Deno.test("idempotency: a Request-Id of a charge whose record expired is still taken → 400", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "old-1" });
+  assert.equal(a.status, 201);
+  await h.kv.delete(["idem", "old-1"]); // the 24 h record is gone, the charge stays
+  const b = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "old-1" });
+  assert.equal(b.status, 400);
+  assert.equal(b.body.errors[0].message, "requestId is invalid.");
+  assert.equal(await count(h, ["charge"]), 1);
+  // the void still finds the charge by that Request-Id
+  const v = await h.req("POST", "payments/txn-requests/old-1/void", {});
+  assert.equal(v.status, 201);
+  h.close();
+});
+
+Deno.test("idempotency: replays records stored as JSON text and older records with a body object", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "j-1" });
+  const rec = await h.kv.get<{ json?: string; body?: unknown }>(["idem", "j-1"]);
+  assert.equal(typeof rec.value?.json, "string");
+  assert.deepEqual(JSON.parse(rec.value!.json!), a.body);
+  const again = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "j-1" });
+  assert.deepEqual(again.body, a.body);
+  assert.equal(again.headers.get("idempotent-replayed"), "true");
+  // a record written by an earlier version (body object, no json)
+  await h.kv.set(["idem", "legacy"], {
+    op: "createCharge",
+    status: 201,
+    body: a.body,
+    headers: { "Request-Id": "legacy" },
+  });
+  const legacy = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "legacy" });
+  assert.equal(legacy.status, 201);
+  assert.deepEqual(legacy.body, a.body);
+  assert.equal(legacy.headers.get("request-id"), "legacy");
+  assert.equal(await count(h, ["charge"]), 1);
+  h.close();
+});
+
+Deno.test("idempotency: concurrent repeats of a create whose plan succeeds commit nothing twice", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const first = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "rep" });
+  const repeats = await Promise.all(
+    Array.from(
+      { length: 10 },
+      () => h.req("POST", "payments/charges", CHARGE, { "Request-Id": "rep" }),
+    ),
+  );
+  assert.ok(repeats.every((r) => r.status === 201 && r.body.id === first.body.id));
+  assert.equal(await count(h, ["charge"]), 1);
+  assert.equal(await count(h, ["charge_view"]), 1);
+  assert.equal(await count(h, ["charge_req"]), 1);
+  h.close();
+});

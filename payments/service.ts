@@ -50,8 +50,10 @@ export const TOKEN_TTL_MS = 15 * 60 * 1000;
 export interface Reply {
   /** HTTP status. */
   status: number;
-  /** JSON body. */
+  /** JSON body (may be left undefined when `json` is given). */
   body: unknown;
+  /** The body already serialized (JSON text), when known: sent as is. */
+  json?: string;
   /** Extra headers. */
   headers?: Record<string, string>;
 }
@@ -80,9 +82,40 @@ function asObject(raw: unknown): unknown {
   return raw;
 }
 
+/**
+ * Version of the stored charge responses, part of their key
+ * `["charge_view", VIEW_VERSION, id]`: a response stored under another
+ * version is not read, and the response is built from the record. Bump it
+ * whenever {@link chargeView} changes.
+ */
+export const VIEW_VERSION = 1;
+
+const UTF8 = new TextEncoder();
+const UTF8_TEXT = new TextDecoder();
+
+function chargeViewOf(record: ChargeRecord): { body: unknown; json: string } {
+  const body = chargeView(record);
+  return { body, json: JSON.stringify(body) };
+}
+
+/**
+ * The writes of a charge: its record and, in the same commit, its response
+ * (so that a read of the response never sees another state than the record).
+ */
+function chargeWrites(
+  record: ChargeRecord,
+  view: { json: string } = chargeViewOf(record),
+): { key: Deno.KvKey; value: unknown }[] {
+  // Bytes are stored and read as they are (no structured serialization).
+  return [
+    { key: ["charge", record.id], value: record },
+    { key: ["charge_view", VIEW_VERSION, record.id], value: UTF8.encode(view.json) },
+  ];
+}
+
 function reply(r: CommitResult): Reply {
   const headers = r.replayed ? { ...r.headers, "Idempotent-Replayed": "true" } : r.headers;
-  return { status: r.status, body: r.body, headers };
+  return { status: r.status, body: r.body, json: r.json, headers };
 }
 
 /** The payments use cases over one store. */
@@ -307,7 +340,9 @@ export class PaymentsService {
       await this.#d.store.change({
         requestId: rid,
         op: "createCharge",
-        plan: async () => {
+        plan: async (attempt) => {
+          // The Request-Id must not address another charge; the check in the
+          // commit enforces it, and a retry after a failed commit tells why.
           const checks: Deno.AtomicCheck[] = [{ key: ["charge_req", rid], versionstamp: null }];
           const deletes: Deno.KvKey[] = [];
           let card = cardFromInput;
@@ -318,9 +353,9 @@ export class PaymentsService {
             checks.push(tok);
             deletes.push(tok.key);
           }
-          const prior = await this.#d.store.get(["charge_req", rid]);
-          if (prior.versionstamp !== null) {
-            throw PaymentsError.invalid("requestId");
+          if (attempt > 0) {
+            const prior = await this.#d.store.get(["charge_req", rid]);
+            if (prior.versionstamp !== null) throw PaymentsError.invalid("requestId");
           }
           const declined = triggerOf(card.name) === "decline";
           const iso = now.toISOString();
@@ -341,15 +376,17 @@ export class PaymentsService {
             refunded: 0,
           };
           checks.push({ key: ["charge", record.id], versionstamp: null });
+          const view = chargeViewOf(record);
           return {
             checks,
             sets: [
-              { key: ["charge", record.id], value: record },
+              ...chargeWrites(record, view),
               { key: ["charge_req", rid], value: record.id },
             ],
             deletes,
             status: 201,
-            body: chargeView(record),
+            body: view.body,
+            json: view.json,
             headers: { "Request-Id": rid },
           };
         },
@@ -365,6 +402,12 @@ export class PaymentsService {
 
   /** GET /payments/charges/{chargeId} */
   async getCharge(id: string): Promise<Reply> {
+    // The response stored with the charge (same commit): no record to decode.
+    const v = await this.#d.store.get<Uint8Array>(["charge_view", VIEW_VERSION, id]);
+    // Sent as text: Deno serves a string body on its fastest path.
+    if (v.value instanceof Uint8Array) {
+      return { status: 200, body: undefined, json: UTF8_TEXT.decode(v.value) };
+    }
     const e = await this.#d.store.get<ChargeRecord>(["charge", id]);
     if (!e.value) throw PaymentsError.notFound("chargeId");
     return { status: 200, body: chargeView(e.value) };
@@ -392,11 +435,13 @@ export class PaymentsService {
             context: contextFrom(input.context),
             now: this.#iso(),
           });
+          const view = chargeViewOf(next);
           return {
             checks: [e],
-            sets: [{ key: e.key, value: next }],
+            sets: chargeWrites(next, view),
             status: 200,
-            body: chargeView(next),
+            body: view.body,
+            json: view.json,
           };
         },
       }),
@@ -434,7 +479,7 @@ export class PaymentsService {
           return {
             checks: [e],
             sets: [
-              { key: e.key, value: out.charge },
+              ...chargeWrites(out.charge),
               { key: ["refund", id, record.id], value: record },
             ],
             status: 201,
@@ -478,7 +523,7 @@ export class PaymentsService {
           return {
             checks: [e],
             sets: [
-              { key: e.key, value: out.charge },
+              ...chargeWrites(out.charge),
               { key: ["void", record.id], value: record },
             ],
             status: 201,

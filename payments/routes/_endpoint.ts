@@ -47,42 +47,58 @@ export function requestIdOf(c: Context): string | undefined {
   return v;
 }
 
-/**
- * Read the JSON body with a size limit. An empty body reads as `undefined`;
- * malformed JSON or a non-object is 400; over the limit is 413.
- */
-export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unknown> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > limit) throw PaymentsError.tooLarge(limit);
-  const body = c.req.raw.body;
-  if (!body) return undefined;
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The whole body as bytes, streamed so that no more than `limit` bytes are read. */
+async function readLimited(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
+  // The reader keeps its lock: the body is consumed (or cancelled) here either way.
   const reader = body.getReader();
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw PaymentsError.tooLarge(limit);
-      }
-      chunks.push(value);
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw PaymentsError.tooLarge(limit);
     }
-  } finally {
-    reader.releaseLock();
+    chunks.push(value);
   }
-  if (size === 0) return undefined;
+  if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(size);
   let off = 0;
   for (const ch of chunks) {
     bytes.set(ch, off);
     off += ch.byteLength;
   }
+  return bytes;
+}
+
+/**
+ * Read the JSON body with a size limit. An empty body reads as `undefined`;
+ * malformed JSON or a non-object is 400; over the limit is 413.
+ */
+export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const req = c.req.raw;
+  const length = req.headers.get("content-length");
+  const declared = Number(length ?? "0");
+  if (declared > limit) throw PaymentsError.tooLarge(limit);
+  // With a valid Content-Length (at most `limit`, enforced by the HTTP layer)
+  // the body is taken whole (without touching `req.body`, which would make a
+  // stream of it); otherwise it is streamed with the limit.
+  let bytes: Uint8Array;
+  if (length !== null && /^[0-9]+$/.test(length)) {
+    bytes = new Uint8Array(await req.arrayBuffer());
+  } else {
+    if (!req.body) return undefined;
+    bytes = await readLimited(req.body, limit);
+  }
+  if (bytes.byteLength > limit) throw PaymentsError.tooLarge(limit);
+  if (bytes.byteLength === 0) return undefined;
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    text = UTF8.decode(bytes);
   } catch {
     throw PaymentsError.invalid("body", "Request body is not UTF-8");
   }
@@ -99,11 +115,15 @@ export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unkn
   return value;
 }
 
-/** Send a reply as JSON. */
-export function send(r: Reply): Response {
-  const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
-  for (const [k, v] of Object.entries(r.headers ?? {})) headers.set(k, v);
-  return new Response(JSON.stringify(r.body), { status: r.status, headers });
+/**
+ * Send a reply as JSON. `requestId` (the request's `Request-Id` header) is
+ * echoed unless the reply sets its own.
+ */
+export function send(r: Reply, requestId?: string): Response {
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  if (r.headers) { for (const k in r.headers) headers[k.toLowerCase()] = r.headers[k]; }
+  if (requestId && headers["request-id"] === undefined) headers["request-id"] = requestId;
+  return new Response(r.json ?? JSON.stringify(r.body), { status: r.status, headers });
 }
 
 /** Longest accepted path identifier (Deno KV keys are limited to 2 KiB). */
@@ -116,17 +136,16 @@ export const MAX_ID_LENGTH = 256;
 export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
   const app = new Hono({ strict: false });
   for (const ep of endpoints) {
+    const params = [...ep.route.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
     app.on(
       ep.route.method.toUpperCase(),
       honoPath(ep.route.path),
       async (c) => {
-        for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) {
-          if (value.length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
+        for (const name of params) {
+          if ((c.req.param(name) ?? "").length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
         }
-        const res = send(await ep.handle({ c, svc }));
-        const rid = c.req.header("request-id");
-        if (rid && !res.headers.has("request-id")) res.headers.set("request-id", rid);
-        return res;
+        const reply = await ep.handle({ c, svc });
+        return send(reply, c.req.raw.headers.get("request-id") ?? undefined);
       },
     );
   }

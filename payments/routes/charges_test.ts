@@ -209,3 +209,41 @@ Deno.test("charge: card or token is required; not both", async () => {
   assert.equal(both.body.errors[0].code, "PMT-4000");
   h.close();
 });
+
+Deno.test("get-charge: the response stored with the charge equals the one built from the record", async () => {
+  const { chargeView } = await import("../domain/views.ts");
+  const { VIEW_VERSION } = await import("../service.ts");
+  const h = harness(await Deno.openKv(":memory:"));
+  const c = await charge(h, { capture: false }, "view-1");
+  const id = c.body.id;
+  const fromRecord = async () =>
+    JSON.stringify(chargeView((await h.kv.get(["charge", id])).value as never));
+  const check = async () => {
+    const g = await h.req("GET", `payments/charges/${id}`);
+    assert.equal(g.status, 200);
+    assert.equal(JSON.stringify(g.body), await fromRecord());
+    const stored = await h.kv.get<Uint8Array>(["charge_view", VIEW_VERSION, id]);
+    assert.equal(new TextDecoder().decode(stored.value!), await fromRecord());
+    return g.body;
+  };
+  assert.deepEqual(await check(), c.body);
+  // every write of the charge rewrites its stored response in the same commit
+  const cap = await h.req("POST", `payments/charges/${id}/capture`, { amount: "60.00" });
+  assert.deepEqual(await check(), cap.body);
+  await h.req("POST", `payments/charges/${id}/refunds`, { amount: "10.00" });
+  assert.equal((await check()).status, "REFUNDED");
+  const c2 = await charge(h, {}, "view-2");
+  await h.req("POST", "payments/txn-requests/view-2/void", {});
+  const g2 = await h.req("GET", `payments/charges/${c2.body.id}`);
+  assert.equal(g2.body.status, "CANCELLED");
+  // a charge stored by an earlier version (no stored response), or a stored
+  // response of another version, is answered from the record
+  await h.kv.delete(["charge_view", VIEW_VERSION, id]);
+  const legacy = await h.req("GET", `payments/charges/${id}`);
+  assert.equal(JSON.stringify(legacy.body), await fromRecord());
+  await h.kv.set(["charge_view", VIEW_VERSION - 1, id], new TextEncoder().encode('{"old":1}'));
+  const other = await h.req("GET", `payments/charges/${id}`);
+  assert.equal(JSON.stringify(other.body), await fromRecord());
+  assert.equal((await h.req("GET", "payments/charges/ch_nope")).status, 404);
+  h.close();
+});

@@ -2,17 +2,22 @@
  * Deno KV persistence of the payments sandbox. Every change is one
  * `kv.atomic()` commit guarded by versionstamp checks, so the same code is
  * correct on the embedded SQLite store and on a remote KV Connect store.
+ * Under load, independent changes share commits ({@link CommitBatcher}) and
+ * concurrent reads share round trips ({@link ReadBatcher}).
  *
  * Key layout:
  * `["card", customer, id]`, `["bank", customer, id]`, `["charge", id]`,
- * `["charge_req", requestId]` → charge id, `["refund", charge, id]`,
- * `["void", id]`, `["echeck", id]`, `["token", id]` (15 min),
- * `["idem", requestId]` → stored response (24 h).
+ * `["charge_view", version, id]` → the charge's response as UTF-8 JSON
+ * (written in the same commit as the charge), `["charge_req", requestId]` →
+ * charge id, `["refund", charge, id]`, `["void", id]`, `["echeck", id]`,
+ * `["token", id]` (15 min), `["idem", requestId]` → stored response (24 h).
  *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
 import { PaymentsError } from "../domain/errors.ts";
+import { CommitBatcher } from "./commit_batcher.ts";
+import { ReadBatcher } from "./read_batcher.ts";
 
 const log = getLogger(["payments", "store"]);
 
@@ -25,8 +30,10 @@ export interface IdempotencyRecord {
   op: string;
   /** HTTP status of the original response. */
   status: number;
-  /** JSON body of the original response. */
-  body: unknown;
+  /** The original response body, serialized (the JSON sent). */
+  json?: string;
+  /** The original response body (records written before `json`). */
+  body?: unknown;
   /** Extra response headers of the original response. */
   headers?: Record<string, string>;
 }
@@ -43,6 +50,8 @@ export interface CommitPlan {
   status: number;
   /** Response body. */
   body: unknown;
+  /** The response body serialized, when the plan has it already. */
+  json?: string;
   /** Extra response headers. */
   headers?: Record<string, string>;
 }
@@ -53,6 +62,8 @@ export interface CommitResult {
   status: number;
   /** JSON body. */
   body: unknown;
+  /** The body serialized, when known (the JSON to send). */
+  json?: string;
   /** Extra response headers. */
   headers?: Record<string, string>;
   /** True when replayed from an idempotency record. */
@@ -65,8 +76,11 @@ export interface ChangeOptions {
   requestId?: string;
   /** Operation fingerprint. */
   op: string;
-  /** Builds the plan from fresh reads; may throw a PaymentsError. Called again after a conflict. */
-  plan: () => Promise<CommitPlan>;
+  /**
+   * Builds the plan from fresh reads; may throw a PaymentsError. Called again
+   * after a conflict, with the number of the attempt (0 first).
+   */
+  plan: (attempt: number) => Promise<CommitPlan>;
 }
 
 /** Typed access to the payments keys of one Deno KV handle. */
@@ -75,16 +89,24 @@ export class PaymentsStore {
   readonly kv: Deno.Kv;
   /** Attempts before giving up on a contended commit. */
   readonly maxAttempts: number;
+  readonly #reads: ReadBatcher;
+  readonly #commits: CommitBatcher;
 
-  /** Wrap a KV handle. */
-  constructor(kv: Deno.Kv, options?: { maxAttempts?: number }) {
+  /**
+   * Wrap a KV handle. Concurrent reads and independent commits share KV
+   * round trips ({@link ReadBatcher}, {@link CommitBatcher});
+   * `maxChangesPerCommit: 1` gives every change its own commit.
+   */
+  constructor(kv: Deno.Kv, options?: { maxAttempts?: number; maxChangesPerCommit?: number }) {
     this.kv = kv;
     this.maxAttempts = options?.maxAttempts ?? 200;
+    this.#reads = new ReadBatcher(kv);
+    this.#commits = new CommitBatcher(kv, { maxChanges: options?.maxChangesPerCommit });
   }
 
-  /** Read one key. */
+  /** Read one key (concurrent reads share KV round trips, see {@link ReadBatcher}). */
   get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
-    return this.kv.get<T>(key);
+    return this.#reads.get<T>(key);
   }
 
   /** All values under a prefix, newest (highest key) first. */
@@ -106,19 +128,21 @@ export class PaymentsStore {
   /** Delete a key if present; true when it existed. */
   async deleteIfExists(key: Deno.KvKey): Promise<boolean> {
     for (let i = 0; i < this.maxAttempts; i++) {
-      const cur = await this.kv.get(key);
+      const cur = await this.get(key);
       if (cur.versionstamp === null) return false;
-      const res = await this.kv.atomic().check(cur).delete(key).commit();
-      if (res.ok) return true;
+      if (await this.#commits.commit({ checks: [cur], sets: [], deletes: [key] })) return true;
     }
     throw PaymentsError.system("storage contention", 503);
   }
 
   async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {
-    const prior = await this.kv.get<IdempotencyRecord>(key);
+    const prior = await this.get<IdempotencyRecord>(key);
     if (!prior.value) return undefined;
     if (prior.value.op !== op) throw PaymentsError.invalid("requestId");
-    return { ...prior.value, replayed: true };
+    const { json } = prior.value;
+    return json === undefined
+      ? { ...prior.value, body: prior.value.body, replayed: true }
+      : { ...prior.value, body: JSON.parse(json), replayed: true };
   }
 
   /**
@@ -126,46 +150,53 @@ export class PaymentsStore {
    * the same operation returns the stored response; the same key on another
    * operation is rejected with 400 `requestId is invalid.`. Concurrent
    * duplicates race on the `["idem", requestId]` key: exactly one commits.
+   *
+   * The common case costs one KV round trip: the plan is committed with a
+   * check that the idempotency key is new, and the idempotency record is read
+   * only when that commit (or the plan) fails, to replay a repeat.
    */
   async change(opts: ChangeOptions): Promise<CommitResult> {
     const idemKey: Deno.KvKey | undefined = opts.requestId ? ["idem", opts.requestId] : undefined;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
-      if (idemKey) {
-        const prior = await this.#replay(idemKey, opts.op);
-        if (prior) return prior;
-      }
       let plan: CommitPlan;
       try {
-        plan = await opts.plan();
+        plan = await opts.plan(attempt);
       } catch (err) {
-        // A concurrent duplicate may have committed between our idempotency
-        // read and the plan's reads (e.g. the first capture made a second
-        // one invalid): its stored response wins over our error.
+        // A repeat (or a concurrent duplicate that committed first) may make
+        // the operation invalid now (e.g. a second capture): the stored
+        // response wins over our error.
         if (idemKey) {
           const prior = await this.#replay(idemKey, opts.op);
           if (prior) return prior;
         }
         throw err;
       }
-      const atomic = this.kv.atomic();
-      for (const c of plan.checks) atomic.check(c);
-      for (const s of plan.sets) {
-        atomic.set(s.key, s.value, s.expireIn ? { expireIn: s.expireIn } : undefined);
-      }
-      for (const d of plan.deletes ?? []) atomic.delete(d);
+      const checks = [...plan.checks];
+      const sets = [...plan.sets];
+      // Serialized once: stored for replays (a string is cheap to store) and sent.
+      const json = plan.json ?? JSON.stringify(plan.body);
       if (idemKey) {
         const record: IdempotencyRecord = {
           op: opts.op,
           status: plan.status,
-          body: plan.body,
+          json,
           ...(plan.headers ? { headers: plan.headers } : {}),
         };
-        atomic.check({ key: idemKey, versionstamp: null });
-        atomic.set(idemKey, record, { expireIn: IDEMPOTENCY_TTL_MS });
+        checks.push({ key: idemKey, versionstamp: null });
+        sets.push({ key: idemKey, value: record, expireIn: IDEMPOTENCY_TTL_MS });
       }
-      const res = await atomic.commit();
-      if (res.ok) {
-        return { status: plan.status, body: plan.body, headers: plan.headers, replayed: false };
+      if (await this.#commits.commit({ checks, sets, deletes: plan.deletes ?? [] })) {
+        return {
+          status: plan.status,
+          body: plan.body,
+          json,
+          headers: plan.headers,
+          replayed: false,
+        };
+      }
+      if (idemKey) {
+        const prior = await this.#replay(idemKey, opts.op);
+        if (prior) return prior;
       }
       if (attempt > 2) {
         await new Promise((r) => setTimeout(r, Math.min(attempt, 20) * Math.random()));

@@ -16,15 +16,37 @@ Deno.test("change: commits sets, checks and the idempotency record in one atomic
         body: { ok: true },
       }),
   });
-  assert.deepEqual(r, { status: 201, body: { ok: true }, headers: undefined, replayed: false });
+  assert.deepEqual(r, {
+    status: 201,
+    body: { ok: true },
+    json: '{"ok":true}',
+    headers: undefined,
+    replayed: false,
+  });
   assert.equal((await kv.get(["x"])).value, 1);
   assert.equal((await kv.get<{ op: string }>(["idem", "k1"])).value?.op, "op");
+  // A repeat's plan may run (the idempotency record is read only when the
+  // commit fails), but it is never committed: the stored response wins.
   const again = await store.change({
     requestId: "k1",
     op: "op",
-    plan: () => Promise.reject(new Error("must not run")),
+    plan: () =>
+      Promise.resolve({
+        checks: [],
+        sets: [{ key: ["x"], value: 2 }],
+        status: 201,
+        body: { ok: false },
+      }),
   });
   assert.equal(again.replayed, true);
+  assert.deepEqual(again.body, { ok: true });
+  assert.equal((await kv.get(["x"])).value, 1);
+  const failing = await store.change({
+    requestId: "k1",
+    op: "op",
+    plan: () => Promise.reject(new Error("now invalid")),
+  });
+  assert.equal(failing.replayed, true);
   await assert.rejects(
     store.change({ requestId: "k1", op: "other", plan: () => Promise.reject(new Error("no")) }),
     (e) => e instanceof PaymentsError && e.details[0].message === "requestId is invalid.",

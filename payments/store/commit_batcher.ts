@@ -1,0 +1,213 @@
+/**
+ * Group commit of independent atomic changes. Deno KV applies the commits of
+ * a handle one after another, and on SQLite each one is a transaction with
+ * its own WAL sync, so under load the commit itself, not its size, is the
+ * cost. Changes made in the same turn of the event loop, or while a commit
+ * is in flight, go out together as one `kv.atomic()` with all their checks
+ * and mutations.
+ *
+ * Only changes on disjoint keys (no key checked or written by two of them)
+ * share a commit, so a shared commit has the effect of committing them one
+ * by one: each one's checks see the state before the commit, none of the
+ * others' writes. When a shared commit fails (a check of one change failed)
+ * or throws, each change is committed on its own to learn its own outcome.
+ * A change's promise settles only once its commit is done, so an
+ * acknowledged change is as durable as with `kv.atomic().commit()` alone.
+ *
+ * @example
+ * ```ts
+ * const kv = await Deno.openKv(":memory:");
+ * const commits = new CommitBatcher(kv);
+ * const ok = await commits.commit({
+ *   checks: [{ key: ["a"], versionstamp: null }],
+ *   sets: [{ key: ["a"], value: 1 }],
+ *   deletes: [],
+ * });
+ * ```
+ *
+ * @module
+ */
+import { setImmediate } from "node:timers";
+
+/** One atomic change: its checks and mutations. */
+export interface AtomicChange {
+  /** Versionstamp checks (`versionstamp: null` = key must not exist). */
+  checks: readonly Deno.AtomicCheck[];
+  /** Keys to write. */
+  sets: readonly { key: Deno.KvKey; value: unknown; expireIn?: number }[];
+  /** Keys to delete. */
+  deletes: readonly Deno.KvKey[];
+}
+
+/** Limits of one shared commit. */
+export interface CommitBatcherOptions {
+  /** Most changes per commit; default 16 (1 turns batching off). */
+  maxChanges?: number;
+  /** Most checks per commit; default 100 (the local Deno KV limit). */
+  maxChecks?: number;
+  /** Most mutations per commit; default 1000 (the Deno KV limit). */
+  maxMutations?: number;
+  /** Shared commits in flight at once before changes wait; default 1. */
+  maxInFlight?: number;
+}
+
+interface Pending {
+  change: AtomicChange;
+  keys: string[];
+  resolve: (ok: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * A string naming a KV key: equal keys get equal names. Different keys may
+ * share a name (`["1"]` and `[1]`); such changes are only kept apart
+ * needlessly, never committed together wrongly.
+ */
+export function keyId(key: Deno.KvKey): string {
+  return key.join("\u0000");
+}
+
+/** The distinct keys a change checks or writes. */
+function keysOf(c: AtomicChange): string[] {
+  const out = new Set<string>();
+  for (const x of c.checks) out.add(keyId(x.key));
+  for (const x of c.sets) out.add(keyId(x.key));
+  for (const k of c.deletes) out.add(keyId(k));
+  return [...out];
+}
+
+function overlaps(keys: readonly string[], used: ReadonlySet<string>): boolean {
+  for (const k of keys) if (used.has(k)) return true;
+  return false;
+}
+
+function addTo(atomic: Deno.AtomicOperation, c: AtomicChange): void {
+  for (const x of c.checks) atomic.check(x);
+  for (const s of c.sets) {
+    atomic.set(s.key, s.value, s.expireIn ? { expireIn: s.expireIn } : undefined);
+  }
+  for (const k of c.deletes) atomic.delete(k);
+}
+
+/** Commits atomic changes of one KV handle, sharing commits under load. */
+export class CommitBatcher {
+  readonly #kv: Deno.Kv;
+  readonly #maxChanges: number;
+  #maxChecks: number;
+  readonly #maxMutations: number;
+  #queue: Pending[] = [];
+  #inFlight = 0;
+  readonly #maxInFlight: number;
+  #scheduled = false;
+  readonly #flush = () => {
+    this.#scheduled = false;
+    if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
+  };
+
+  /** Wrap a KV handle. */
+  constructor(kv: Deno.Kv, options: CommitBatcherOptions = {}) {
+    this.#kv = kv;
+    this.#maxChanges = Math.max(1, options.maxChanges ?? 16);
+    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    this.#maxChecks = options.maxChecks ?? 100;
+    this.#maxMutations = options.maxMutations ?? 1000;
+  }
+
+  /** Commit one change; true when committed, false when one of its checks failed. */
+  commit(change: AtomicChange): Promise<boolean> {
+    if (this.#maxChanges === 1) return this.#commitAlone(change);
+    return new Promise<boolean>((resolve, reject) => {
+      this.#queue.push({ change, keys: keysOf(change), resolve, reject });
+      if (this.#queue.length >= this.#maxChanges) this.#send();
+      else if (this.#inFlight < this.#maxInFlight && !this.#scheduled) {
+        // Go once the changes made in this turn of the event loop
+        // (requests that arrived together) have joined.
+        this.#scheduled = true;
+        setImmediate(this.#flush);
+      }
+      // Busy: wait for a commit in flight to finish.
+    });
+  }
+
+  async #commitAlone(change: AtomicChange): Promise<boolean> {
+    const atomic = this.#kv.atomic();
+    addTo(atomic, change);
+    return (await atomic.commit()).ok;
+  }
+
+  /** Take the next batch off the queue: disjoint keys, within the limits, in order. */
+  #take(): Pending[] {
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    const used = new Set<string>();
+    let checks = 0;
+    let mutations = 0;
+    for (const p of this.#queue) {
+      const c = p.change;
+      const m = c.sets.length + c.deletes.length;
+      const fits = batch.length === 0 || (
+        batch.length < this.#maxChanges &&
+        checks + c.checks.length <= this.#maxChecks &&
+        mutations + m <= this.#maxMutations &&
+        !overlaps(p.keys, used)
+      );
+      if (!fits) {
+        rest.push(p);
+        // A later change on the same keys must not overtake this one.
+        for (const k of p.keys) used.add(k);
+        continue;
+      }
+      batch.push(p);
+      checks += c.checks.length;
+      mutations += m;
+      for (const k of p.keys) used.add(k);
+    }
+    this.#queue = rest;
+    return batch;
+  }
+
+  #send(): void {
+    const batch = this.#take();
+    if (batch.length === 0) return;
+    this.#inFlight++;
+    this.#run(batch).finally(() => {
+      this.#inFlight--;
+      if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
+    });
+  }
+
+  async #run(batch: Pending[]): Promise<void> {
+    if (batch.length === 1) {
+      const p = batch[0];
+      await this.#commitAlone(p.change).then(p.resolve, p.reject);
+      return;
+    }
+    let shared: boolean;
+    let threw = false;
+    try {
+      const atomic = this.#kv.atomic();
+      for (const p of batch) addTo(atomic, p.change);
+      shared = (await atomic.commit()).ok;
+    } catch {
+      shared = false;
+      threw = true;
+    }
+    if (shared) {
+      for (const p of batch) p.resolve(true);
+      return;
+    }
+    // One of the changes failed a check (or the whole was refused): settle
+    // each change by its own commit.
+    const alone = await Promise.allSettled(batch.map((p) => this.#commitAlone(p.change)));
+    alone.forEach((r, i) => {
+      if (r.status === "fulfilled") batch[i].resolve(r.value);
+      else batch[i].reject(r.reason);
+    });
+    if (threw && alone.every((r) => r.status === "fulfilled")) {
+      // The store refused the shared commit although each change was fine
+      // (a remote store with lower limits): share fewer checks from now on.
+      const checks = batch.reduce((n, p) => n + p.change.checks.length, 0);
+      this.#maxChecks = Math.max(1, Math.min(this.#maxChecks, Math.floor(checks / 2)));
+    }
+  }
+}
