@@ -16,6 +16,7 @@
 import { parseArgs } from "node:util";
 
 import {
+  concatBytes,
   encodeFrame,
   encodeFrameHeader,
   encodeSettingsFrame,
@@ -39,16 +40,6 @@ export interface H3Response {
   trailers?: Array<[string, string]>;
   /** Whether the stream ended cleanly (FIN) rather than by a reset/error. */
   finished: boolean;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }
 
 /** One HTTP/3 connection to the proxy. */
@@ -90,10 +81,10 @@ export class H3TestClient {
     const client = new H3TestClient(conn);
     client.#control = (await conn.createUnidirectionalStream()).getWriter();
     await client.#control.write(
-      concat([
+      concatBytes(
         Uint8Array.of(StreamType.CONTROL),
         encodeSettingsFrame(new Map([[SettingId.QPACK_MAX_TABLE_CAPACITY, 0]])),
-      ]),
+      ),
     );
     client.#qpackEncoder = (await conn.createUnidirectionalStream()).getWriter();
     await client.#qpackEncoder.write(Uint8Array.of(StreamType.QPACK_ENCODER));
@@ -180,7 +171,7 @@ export class H3TestClient {
         parts.push(encodeFrameHeader(FrameType.DATA, opts.body.length), opts.body);
       }
     }
-    await writer.write(concat(parts));
+    await writer.write(concatBytes(...parts));
     if (opts.finDelayMs) await new Promise((r) => setTimeout(r, opts.finDelayMs));
     await writer.close().catch(() => {});
     return await this.#readResponse(stream.readable);
@@ -210,7 +201,7 @@ export class H3TestClient {
     } catch {
       finished = false;
     }
-    return { status, headers, body: concat(body), trailers, finished };
+    return { status, headers, body: concatBytes(...body), trailers, finished };
   }
 
   /** Closes the connection and waits for background readers. */

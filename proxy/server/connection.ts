@@ -11,6 +11,7 @@ import {
   BLOCKED,
   BodyLengthTracker,
   classifyUniStream,
+  concatBytes,
   ControlStreamParser,
   decodeStreamType,
   encodeFrameHeader,
@@ -75,13 +76,6 @@ const ENCODER = new TextEncoder();
 
 /** How long a drained connection waits for the peer to close before closing it (ms). */
 const CLOSE_LINGER_MS = 1000;
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
 
 function jsonBody(error: string, message: string): Uint8Array {
   return ENCODER.encode(JSON.stringify({ error, message }));
@@ -291,7 +285,9 @@ export class H3Connection {
     ]);
     const control = (await this.#conn.createUnidirectionalStream()).getWriter();
     this.#control = control;
-    await control.write(concat(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings)));
+    await control.write(
+      concatBytes(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings)),
+    );
     const encoder = (await this.#conn.createUnidirectionalStream()).getWriter();
     this.#encoderStream = encoder;
     await encoder.write(Uint8Array.of(StreamType.QPACK_ENCODER));
@@ -329,7 +325,7 @@ export class H3Connection {
     while (kind === undefined) {
       const r = await reader.read().catch(() => ({ done: true, value: undefined }));
       if (r.done || !r.value) return; // ended before its type: ignore
-      buf = buf.length === 0 ? r.value : concat(buf, r.value);
+      buf = buf.length === 0 ? r.value : concatBytes(buf, r.value);
       const t = decodeStreamType(buf);
       if (t === NEED_MORE) continue;
       kind = classifyUniStream(t.type);
@@ -623,7 +619,7 @@ export class H3Connection {
       fields.push([lower, value]);
     }
     const block = this.#qenc.encodeSection(fields);
-    const headers = concat(encodeFrameHeader(FrameType.HEADERS, block.length), block);
+    const headers = concatBytes(encodeFrameHeader(FrameType.HEADERS, block.length), block);
     const noBody = method === "HEAD" || res.status === 204 || res.status === 304 ||
       (res.status >= 100 && res.status < 200);
     let body = res.body;
@@ -670,7 +666,9 @@ export class H3Connection {
           // (RFC 9114 §4.1.2, §4.3).
           log.debug("upstream body failed: {error}", { error: String(err) });
           const block = this.#qenc.encodeSection([[":status", "502"]]);
-          await writer.write(concat(encodeFrameHeader(FrameType.HEADERS, block.length), block));
+          await writer.write(
+            concatBytes(encodeFrameHeader(FrameType.HEADERS, block.length), block),
+          );
           return;
         }
         if (frame === null) return;
@@ -721,7 +719,7 @@ function bodyReader(body: ReadableStream<Uint8Array>): DataFrameReader {
           const r = await reader.read();
           if (r.done) return null;
           if (r.value.length === 0) continue;
-          return concat(encodeFrameHeader(FrameType.DATA, r.value.length), r.value);
+          return concatBytes(encodeFrameHeader(FrameType.DATA, r.value.length), r.value);
         }
       },
       written() {},

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  concatBytes,
   encodeFrame,
   encodeFrameHeader,
   encodeSettingsFrame,
@@ -21,16 +22,6 @@ import { H3Connection } from "./connection.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./types.ts";
 
 const enc = new QpackEncoder();
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 const GET: Array<[string, string]> = [
   [":method", "GET"],
@@ -63,7 +54,7 @@ function setup(handler?: RequestHandler) {
 
 async function openControl(client: MemoryConnection, frames: Uint8Array[] = []) {
   const s = (await client.createUnidirectionalStream()).getWriter();
-  await s.write(concat(Uint8Array.of(0x00), encodeSettingsFrame(new Map()), ...frames));
+  await s.write(concatBytes(Uint8Array.of(0x00), encodeSettingsFrame(new Map()), ...frames));
   return s;
 }
 
@@ -99,7 +90,7 @@ async function exchange(client: MemoryConnection, bytes: Uint8Array, fin = true)
 }
 
 function request(fields: Array<[string, string]>, ...data: Uint8Array[]): Uint8Array {
-  return concat(
+  return concatBytes(
     encodeFrame(FrameType.HEADERS, enc.encodeSection(fields)),
     ...data.map((d) => encodeFrame(FrameType.DATA, d)),
   );
@@ -270,7 +261,7 @@ Deno.test("RFC 9114 §6.2.2: a push stream from a client is H3_STREAM_CREATION_E
 Deno.test("RFC 9114 §6.2.1: a control stream not starting with SETTINGS is H3_MISSING_SETTINGS", async () => {
   const { client, served } = setup();
   const s = (await client.createUnidirectionalStream()).getWriter();
-  await s.write(concat(Uint8Array.of(0x00), encodeFrame(FrameType.GOAWAY, Uint8Array.of(0))));
+  await s.write(concatBytes(Uint8Array.of(0x00), encodeFrame(FrameType.GOAWAY, Uint8Array.of(0))));
   await expectClose(client, served, H3Code.MISSING_SETTINGS);
 });
 
