@@ -532,15 +532,9 @@ export class H3Connection {
 
     log.trace("stream {id}: response {status}", { id: streamId, status: response.status });
     await this.#writeResponse(writer, response, method, abort.signal);
-    // Whatever of the request the application did not read is not wanted.
-    if (!readDone) {
-      if (bodyStream === null && BODILESS_METHODS.has(method)) {
-        // a GET/HEAD may still send its FIN (or stray DATA): drain quietly
-        reader.cancel().catch(() => {});
-      } else {
-        reader.cancel().catch(() => {});
-      }
-    }
+    // Whatever of the request the application did not read (a body it did not
+    // want, a GET's late FIN or stray DATA) is not wanted: stop receiving it.
+    if (!readDone) reader.cancel().catch(() => {});
     if (this.#blocked.has(streamId)) {
       this.#blocked.delete(streamId);
       this.#qdec.cancelStream(streamId);
