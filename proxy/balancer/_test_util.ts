@@ -6,17 +6,8 @@
 
 import type { BackendRef, BalanceRequest } from "./types.ts";
 
-/** Deterministic PRNG (mulberry32) giving numbers in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG (mulberry32) giving numbers in [0, 1): the codec tests' one. */
+export { rng as seededRandom } from "../h3/_test_util.ts";
 
 /** A request with the given path and headers (names matched case-insensitively). */
 export function request(path: string, headers: Record<string, string> = {}): BalanceRequest {

@@ -36,6 +36,7 @@ import {
   QpackDecoder,
   QpackEncoder,
 } from "../../proxy/h3/mod.ts";
+import { rng as prng } from "../../proxy/h3/_test_util.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
@@ -68,18 +69,6 @@ const MAX_RSS_GROWTH = 64 * 1024 * 1024;
  */
 const BUDGET_MS = Number(Deno.env.get("FUZZ_BUDGET_MS") ?? 100_000);
 const MIN_CASES = 3_000;
-
-/** Small fast PRNG (mulberry32), seeded for reproducibility. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
 

@@ -17,18 +17,7 @@ import {
   encodeSetCapacity,
   encodeStreamCancel,
 } from "./instructions.ts";
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../_test_util.ts";
 
 const rand = rng(0x9204);
 const int = (n: number) => Math.floor(rand() * n);
