@@ -126,19 +126,22 @@ export function createApp(deps: PaymentsDeps): Hono {
   let openapiJson: string | undefined;
 
   const app = new Hono({ strict: false });
-  // Request log at debug level; when debug is off the request only passes through.
-  app.use("*", (c, next) => {
-    if (!log.isEnabledFor("debug")) return next();
-    const start = performance.now();
-    return next().then(() => {
-      log.debug("{method} {path} {status} {ms}ms", {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round((performance.now() - start) * 10) / 10,
+  // Request log at debug level. Logging is configured before the app is
+  // built; without debug there is no middleware at all, so each request runs
+  // exactly one handler (Hono skips its middleware chain then).
+  if (log.isEnabledFor("debug")) {
+    app.use("*", (c, next) => {
+      const start = performance.now();
+      return next().then(() => {
+        log.debug("{method} {path} {status} {ms}ms", {
+          method: c.req.method,
+          path: c.req.path,
+          status: c.res.status,
+          ms: Math.round((performance.now() - start) * 10) / 10,
+        });
       });
     });
-  });
+  }
 
   app.get("/health", (c) => c.json({ status: "ok", timestamp: now().toISOString() }));
   app.get("/openapi.json", () => {
@@ -149,34 +152,25 @@ export function createApp(deps: PaymentsDeps): Hono {
   });
   app.get("/docs", (c) => c.html(DOCS_HTML));
 
-  const publicApi = mount(ALL_ENDPOINTS.filter((e) => e.public), svc);
-  const privateApi = mount(ALL_ENDPOINTS.filter((e) => !e.public), svc);
-  // Hono runs handlers in registration order: the auth middleware comes first.
-  const guarded = mountGuarded(privateApi, deps.tokens);
-  for (const base of basePaths) {
-    app.route(base, publicApi);
-    app.route(base, guarded);
-  }
+  // Each private endpoint checks the bearer token itself before anything else.
+  const allowed = bearerChecker(deps.tokens);
+  const api = mount(ALL_ENDPOINTS, svc, allowed);
+  for (const base of basePaths) app.route(base, api);
 
-  app.notFound(() => errorResponse(PaymentsError.notFound("path", "No such resource or path")));
+  // An unknown path under a base path is 401 without a valid token (nothing
+  // about the API is told to an unauthenticated caller), 404 with one.
+  app.notFound((c) => {
+    const path = c.req.path;
+    const underBase = basePaths.some((b) => path === b || path.startsWith(`${b}/`));
+    if (underBase && !allowed(c.req.raw.headers.get("authorization") ?? undefined)) {
+      return errorResponse(PaymentsError.unauthorized());
+    }
+    return errorResponse(PaymentsError.notFound("path", "No such resource or path"));
+  });
   app.onError((err) => {
     if (err instanceof PaymentsError) return errorResponse(err);
     log.error("unhandled error: {error}", { error: err });
     return errorResponse(PaymentsError.system("internal error", 500, false));
   });
   return app;
-}
-
-function mountGuarded(inner: Hono, tokens: readonly string[]): Hono {
-  // A wrapper whose auth middleware is registered before the inner routes.
-  const outer = new Hono({ strict: false });
-  const allowed = bearerChecker(tokens);
-  outer.use("*", (c, next) => {
-    if (!allowed(c.req.raw.headers.get("authorization") ?? undefined)) {
-      throw PaymentsError.unauthorized();
-    }
-    return next();
-  });
-  outer.route("/", inner);
-  return outer;
 }

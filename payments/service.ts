@@ -384,6 +384,8 @@ export class PaymentsService {
               { key: ["charge_req", rid], value: record.id },
             ],
             deletes,
+            // The charge is new (its key is checked absent): no cache holds its view.
+            newViews: true,
             status: 201,
             body: view.body,
             json: view.json,
@@ -403,11 +405,9 @@ export class PaymentsService {
   /** GET /payments/charges/{chargeId} */
   async getCharge(id: string): Promise<Reply> {
     // The response stored with the charge (same commit): no record to decode.
-    const v = await this.#d.store.get<Uint8Array>(["charge_view", VIEW_VERSION, id]);
+    const v = await this.#d.store.getView<Uint8Array>(["charge_view", VIEW_VERSION, id]);
     // Sent as text: Deno serves a string body on its fastest path.
-    if (v.value instanceof Uint8Array) {
-      return { status: 200, body: undefined, json: UTF8_TEXT.decode(v.value) };
-    }
+    if (v instanceof Uint8Array) return { status: 200, body: undefined, json: UTF8_TEXT.decode(v) };
     const e = await this.#d.store.get<ChargeRecord>(["charge", id]);
     if (!e.value) throw PaymentsError.notFound("chargeId");
     return { status: 200, body: chargeView(e.value) };

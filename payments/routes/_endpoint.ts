@@ -130,10 +130,17 @@ export function send(r: Reply, requestId?: string): Response {
 export const MAX_ID_LENGTH = 256;
 
 /**
- * A Hono sub-app serving the given endpoints. A path identifier longer than
- * {@link MAX_ID_LENGTH} cannot name a stored resource: 404 before any lookup.
+ * A Hono sub-app serving the given endpoints. Endpoints not marked `public`
+ * first check the `Authorization` header with `allowed` (401 when it says
+ * no); one handler per route, no middleware chain. A path identifier longer
+ * than {@link MAX_ID_LENGTH} cannot name a stored resource: 404 before any
+ * lookup.
  */
-export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
+export function mount(
+  endpoints: readonly Endpoint[],
+  svc: PaymentsService,
+  allowed: (authorization: string | undefined) => boolean,
+): Hono {
   const app = new Hono({ strict: false });
   for (const ep of endpoints) {
     const params = [...ep.route.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
@@ -141,11 +148,15 @@ export function mount(endpoints: Endpoint[], svc: PaymentsService): Hono {
       ep.route.method.toUpperCase(),
       honoPath(ep.route.path),
       async (c) => {
+        const headers = c.req.raw.headers;
+        if (!ep.public && !allowed(headers.get("authorization") ?? undefined)) {
+          throw PaymentsError.unauthorized();
+        }
         for (const name of params) {
           if ((c.req.param(name) ?? "").length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
         }
         const reply = await ep.handle({ c, svc });
-        return send(reply, c.req.raw.headers.get("request-id") ?? undefined);
+        return send(reply, headers.get("request-id") ?? undefined);
       },
     );
   }

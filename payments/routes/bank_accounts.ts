@@ -3,16 +3,13 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import * as S from "../../shared/payments_schemas.ts";
-import type { PaymentsService } from "../service.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
-  mount,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -80,8 +77,3 @@ export const bankAccountEndpoints: Endpoint[] = [
       svc.deleteBankAccount(c.req.param("customerId")!, c.req.param("bankAccountId")!),
   },
 ];
-
-/** Hono sub-app of the bank account routes. */
-export function bankAccountsApp(svc: PaymentsService): Hono {
-  return mount(bankAccountEndpoints, svc);
-}

@@ -3,16 +3,13 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import * as S from "../../shared/payments_schemas.ts";
-import type { PaymentsService } from "../service.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
-  mount,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -74,8 +71,3 @@ export const cardEndpoints: Endpoint[] = [
     handle: ({ c, svc }) => svc.deleteCard(c.req.param("customerId")!, c.req.param("cardId")!),
   },
 ];
-
-/** Hono sub-app of the card routes. */
-export function cardsApp(svc: PaymentsService): Hono {
-  return mount(cardEndpoints, svc);
-}

@@ -3,16 +3,13 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import * as S from "../../shared/payments_schemas.ts";
-import type { PaymentsService } from "../service.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
-  mount,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -119,8 +116,3 @@ export const chargeEndpoints: Endpoint[] = [
       svc.voidByRequest(c.req.param("chargeRequestId")!, await readJson(c), requestIdOf(c)),
   },
 ];
-
-/** Hono sub-app of the charge routes. */
-export function chargesApp(svc: PaymentsService): Hono {
-  return mount(chargeEndpoints, svc);
-}

@@ -3,16 +3,13 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import * as S from "../../shared/payments_schemas.ts";
-import type { PaymentsService } from "../service.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
-  mount,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -46,8 +43,3 @@ export const echeckEndpoints: Endpoint[] = [
     handle: ({ c, svc }) => svc.getECheck(c.req.param("echeckId")!),
   },
 ];
-
-/** Hono sub-app of the e-check routes. */
-export function echecksApp(svc: PaymentsService): Hono {
-  return mount(echeckEndpoints, svc);
-}

@@ -3,16 +3,13 @@
  *
  * @module
  */
-import type { Hono } from "hono";
 import * as S from "../../shared/payments_schemas.ts";
-import type { PaymentsService } from "../service.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
-  mount,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -34,8 +31,3 @@ export const tokenEndpoints: Endpoint[] = [
     handle: async ({ c, svc }) => svc.createToken(await readJson(c), requestIdOf(c)),
   },
 ];
-
-/** Hono sub-app of the token route. */
-export function tokensApp(svc: PaymentsService): Hono {
-  return mount(tokenEndpoints, svc);
-}

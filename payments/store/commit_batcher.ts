@@ -37,6 +37,12 @@ export interface AtomicChange {
   sets: readonly { key: Deno.KvKey; value: unknown; expireIn?: number }[];
   /** Keys to delete. */
   deletes: readonly Deno.KvKey[];
+  /**
+   * Counters to add to (`kv.atomic().sum`). A sum checks nothing and
+   * commutes with other sums, so changes summing into the same key still
+   * share a commit; no change may check or write a key it sums into.
+   */
+  sums?: readonly { key: Deno.KvKey; n: bigint }[];
 }
 
 /** Limits of one shared commit. */
@@ -87,6 +93,7 @@ function addTo(atomic: Deno.AtomicOperation, c: AtomicChange): void {
     atomic.set(s.key, s.value, s.expireIn ? { expireIn: s.expireIn } : undefined);
   }
   for (const k of c.deletes) atomic.delete(k);
+  if (c.sums) { for (const x of c.sums) atomic.sum(x.key, x.n); }
 }
 
 /** Commits atomic changes of one KV handle, sharing commits under load. */
@@ -144,7 +151,7 @@ export class CommitBatcher {
     let mutations = 0;
     for (const p of this.#queue) {
       const c = p.change;
-      const m = c.sets.length + c.deletes.length;
+      const m = c.sets.length + c.deletes.length + (c.sums?.length ?? 0);
       const fits = batch.length === 0 || (
         batch.length < this.#maxChanges &&
         checks + c.checks.length <= this.#maxChecks &&

@@ -41,6 +41,29 @@ Deno.test("CommitBatcher: concurrent changes on disjoint keys share one commit",
   kv.close();
 });
 
+Deno.test("CommitBatcher: changes summing into one counter still share a commit", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const c = counting(kv);
+  const commits = new CommitBatcher(c.kv);
+  const results = await Promise.all(
+    Array.from(
+      { length: 8 },
+      (_, i) => commits.commit({ ...isNew(["k", i], i), sums: [{ key: ["counter"], n: 1n }] }),
+    ),
+  );
+  assert.deepEqual(results, Array(8).fill(true));
+  assert.equal(c.commits.length, 1);
+  assert.equal((await kv.get<Deno.KvU64>(["counter"])).value?.value, 8n);
+  // A change whose check fails adds nothing; the others still count.
+  const mixed = await Promise.all([
+    commits.commit({ ...isNew(["k", 0]), sums: [{ key: ["counter"], n: 1n }] }),
+    commits.commit({ ...isNew(["k", 100]), sums: [{ key: ["counter"], n: 1n }] }),
+  ]);
+  assert.deepEqual(mixed, [false, true]);
+  assert.equal((await kv.get<Deno.KvU64>(["counter"])).value?.value, 9n);
+  kv.close();
+});
+
 Deno.test("CommitBatcher: changes on the same key never share a commit; exactly one wins", async () => {
   const kv = await Deno.openKv(":memory:");
   const c = counting(kv);

@@ -8,7 +8,9 @@
  * Key layout:
  * `["card", customer, id]`, `["bank", customer, id]`, `["charge", id]`,
  * `["charge_view", version, id]` → the charge's response as UTF-8 JSON
- * (written in the same commit as the charge), `["charge_req", requestId]` →
+ * (written in the same commit as the charge; read through a
+ * {@link ViewCache}), `["view_epoch"]` → a counter every commit changing an
+ * existing `charge_view` adds 1 to, `["charge_req", requestId]` →
  * charge id, `["refund", charge, id]`, `["void", id]`, `["echeck", id]`,
  * `["token", id]` (15 min), `["idem", requestId]` → stored response (24 h).
  *
@@ -18,6 +20,7 @@ import { getLogger } from "@logtape/logtape";
 import { PaymentsError } from "../domain/errors.ts";
 import { CommitBatcher } from "./commit_batcher.ts";
 import { ReadBatcher } from "./read_batcher.ts";
+import { ViewCache } from "./view_cache.ts";
 
 const log = getLogger(["payments", "store"]);
 
@@ -38,6 +41,12 @@ export interface IdempotencyRecord {
   headers?: Record<string, string>;
 }
 
+/** The counter validating cached views (see {@link ViewCache}). */
+export const VIEW_EPOCH_KEY: Deno.KvKey = ["view_epoch"];
+
+/** First key part of the values read through the view cache. */
+export const VIEW_PREFIX = "charge_view";
+
 /** What one attempt of a change wants to commit. */
 export interface CommitPlan {
   /** Versionstamp checks (`versionstamp: null` = key must not exist). */
@@ -46,6 +55,12 @@ export interface CommitPlan {
   sets: { key: Deno.KvKey; value: unknown; expireIn?: number }[];
   /** Keys to delete. */
   deletes?: Deno.KvKey[];
+  /**
+   * True when every view this plan writes is of a resource the commit
+   * creates (no reader can have it cached, so the view epoch stays). By
+   * default a plan writing a view bumps the epoch.
+   */
+  newViews?: boolean;
   /** Response status. */
   status: number;
   /** Response body. */
@@ -91,6 +106,7 @@ export class PaymentsStore {
   readonly maxAttempts: number;
   readonly #reads: ReadBatcher;
   readonly #commits: CommitBatcher;
+  readonly #views: ViewCache;
 
   /**
    * Wrap a KV handle. Concurrent reads and independent commits share KV
@@ -102,6 +118,15 @@ export class PaymentsStore {
     this.maxAttempts = options?.maxAttempts ?? 200;
     this.#reads = new ReadBatcher(kv);
     this.#commits = new CommitBatcher(kv, { maxChanges: options?.maxChangesPerCommit });
+    this.#views = new ViewCache(kv, VIEW_EPOCH_KEY);
+  }
+
+  /**
+   * Read a stored view (a key under {@link VIEW_PREFIX}) through the view
+   * cache: as fresh as {@link get}, including writes of other processes.
+   */
+  getView<T>(key: Deno.KvKey): Promise<T | null> {
+    return this.#views.get<T>(key);
   }
 
   /** Read one key (concurrent reads share KV round trips, see {@link ReadBatcher}). */
@@ -185,7 +210,9 @@ export class PaymentsStore {
         checks.push({ key: idemKey, versionstamp: null });
         sets.push({ key: idemKey, value: record, expireIn: IDEMPOTENCY_TTL_MS });
       }
-      if (await this.#commits.commit({ checks, sets, deletes: plan.deletes ?? [] })) {
+      const bumps = !plan.newViews && sets.some((x) => x.key[0] === VIEW_PREFIX);
+      const sums = bumps ? [{ key: VIEW_EPOCH_KEY, n: 1n }] : undefined;
+      if (await this.#commits.commit({ checks, sets, deletes: plan.deletes ?? [], sums })) {
         return {
           status: plan.status,
           body: plan.body,

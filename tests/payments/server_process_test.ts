@@ -195,3 +195,56 @@ Deno.test("e2e: SIGKILL during writes loses no acknowledged charge", async () =>
   assert.ok(acked.length >= 60);
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("e2e: two processes on one KV file: each reads the other's changes at once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "payments-shared-" });
+  const args = ["--port", "0", "--kv", `${dir}/payments.kv`, "--token", TOKEN];
+  const [a, b] = await Promise.all([spawnServer(args), spawnServer(args)]);
+  const client = Deno.createHttpClient({ http1: false, http2: true });
+  try {
+    const created = await call(client, a.url, "POST", "payments/charges", {
+      amount: "20.00",
+      currency: "USD",
+      card: CARD,
+    });
+    assert.equal(created.status, 201);
+    const id = created.body.id;
+    const path = `payments/charges/${id}`;
+    // Both processes have read (and may hold) the authorized charge.
+    for (const srv of [a, b]) {
+      assert.equal((await call(client, srv.url, "GET", path)).body.status, "AUTHORIZED");
+    }
+    assert.equal(
+      (await call(client, b.url, "POST", `${path}/capture`, { amount: "20.00" })).status,
+      200,
+    );
+    const seen = await Promise.all([a, b, a].map((s) => call(client, s.url, "GET", path)));
+    assert.deepEqual(seen.map((r) => r.body.status), ["CAPTURED", "CAPTURED", "CAPTURED"]);
+    assert.equal(
+      (await call(client, a.url, "POST", `${path}/refunds`, { amount: "5.00" })).status,
+      201,
+    );
+    const after = await call(client, b.url, "GET", path);
+    assert.equal(after.body.status, "REFUNDED");
+    assert.deepEqual(after.body, (await call(client, a.url, "GET", path)).body);
+    // A void through one process, read back by the other.
+    const rid = `shared-${crypto.randomUUID()}`;
+    const second = await call(client, b.url, "POST", "payments/charges", {
+      amount: "3.00",
+      currency: "USD",
+      card: CARD,
+    }, { "Request-Id": rid });
+    assert.equal(second.status, 201);
+    const secondPath = `payments/charges/${second.body.id}`;
+    assert.equal((await call(client, a.url, "GET", secondPath)).body.status, "AUTHORIZED");
+    assert.equal(
+      (await call(client, b.url, "POST", `payments/txn-requests/${rid}/void`, {})).status,
+      201,
+    );
+    assert.equal((await call(client, a.url, "GET", secondPath)).body.status, "CANCELLED");
+  } finally {
+    client.close();
+    await Promise.all([a.stop(), b.stop()]);
+    await Deno.remove(dir, { recursive: true });
+  }
+});

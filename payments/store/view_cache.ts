@@ -1,0 +1,192 @@
+/**
+ * Cached point reads of values that change only in commits that bump an
+ * epoch counter, exact across every process sharing the store.
+ *
+ * On SQLite each key read is its own range query, and that, not the HTTP
+ * stack, is most of what a read endpoint costs. This cache keeps values in
+ * memory and validates them with one read of the epoch key
+ * (`kv.atomic().sum(epochKey, 1n)` in every commit that changes a cached
+ * value) per batch of reads instead of one read per value:
+ *
+ * - a read joins the next batch; a batch is one `kv.getMany` of the epoch
+ *   key and of the keys not cached (at most {@link MAX_MISSES}), one
+ *   snapshot, issued after every read in it was asked for;
+ * - a cached value is served when its epoch equals the epoch read by its
+ *   batch: no bumping commit happened between the snapshot that filled it
+ *   and the batch's snapshot, so it is the current value, including changes
+ *   committed by other processes; otherwise the read goes again, uncached;
+ * - a newer epoch empties the cache; absent keys are not cached (a value
+ *   created later needs no bump).
+ *
+ * The contract for writers: a commit that changes or deletes a value under a
+ * cached key must also `sum(epochKey, 1n)`; a commit creating the key needs
+ * not.
+ *
+ * @example
+ * ```ts
+ * const kv = await Deno.openKv(":memory:");
+ * const views = new ViewCache(kv, ["view_epoch"]);
+ * await kv.set(["view", "a"], new Uint8Array([1]));
+ * const a = await views.get<Uint8Array>(["view", "a"]); // read from KV, cached
+ * await kv.atomic().set(["view", "a"], new Uint8Array([2])).sum(["view_epoch"], 1n).commit();
+ * const b = await views.get<Uint8Array>(["view", "a"]); // the new value
+ * ```
+ *
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import { keyId } from "./commit_batcher.ts";
+
+/** Keys read from the store per batch besides the epoch (Deno KV reads at most 10 keys per call). */
+export const MAX_MISSES = 9;
+
+interface Cached {
+  epoch: bigint;
+  value: unknown;
+}
+
+interface Pending {
+  key: Deno.KvKey;
+  id: string;
+  resolve: (v: unknown) => void;
+  reject: (err: unknown) => void;
+  /** The cached entry this read hopes to be served from (set when batched). */
+  hit?: Cached;
+}
+
+/** Options of {@link ViewCache}. */
+export interface ViewCacheOptions {
+  /** Most values kept; the oldest are dropped first. Default 10,000. */
+  maxEntries?: number;
+  /** Batches in flight at once; default 2. */
+  maxInFlight?: number;
+}
+
+/** Epoch-validated cache of point reads of one KV handle. */
+export class ViewCache {
+  readonly #kv: Deno.Kv;
+  readonly #epochKey: Deno.KvKey;
+  readonly #maxEntries: number;
+  readonly #maxInFlight: number;
+  readonly #cache = new Map<string, Cached>();
+  /** Highest epoch seen; every cached value has it. */
+  #epoch = -1n;
+  #queue: Pending[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+  readonly #flush = () => {
+    this.#scheduled = false;
+    this.#pump();
+  };
+  /** Store reads issued (one per batch), for tests and metrics. */
+  reads = 0;
+
+  /** Cache values of `kv` validated by the counter at `epochKey`. */
+  constructor(kv: Deno.Kv, epochKey: Deno.KvKey, options: ViewCacheOptions = {}) {
+    this.#kv = kv;
+    this.#epochKey = epochKey;
+    this.#maxEntries = Math.max(1, options.maxEntries ?? 10_000);
+    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 2);
+  }
+
+  /** Values currently cached. */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** The current value at `key`, or null when absent (strongly consistent). */
+  get<T>(key: Deno.KvKey): Promise<T | null> {
+    return new Promise<T | null>((resolve, reject) => {
+      this.#queue.push({ key, id: keyId(key), resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
+        // Go once the reads asked for in this turn of the event loop have joined.
+        this.#scheduled = true;
+        setImmediate(this.#flush);
+      }
+    });
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
+  }
+
+  /** Every pending read with a cached value, and uncached ones up to {@link MAX_MISSES} keys. */
+  #take(): { batch: Pending[]; missKeys: Deno.KvKey[]; missIds: string[] } {
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    const missKeys: Deno.KvKey[] = [];
+    const missIds: string[] = [];
+    for (const p of this.#queue) {
+      const hit = this.#cache.get(p.id);
+      if (hit) {
+        p.hit = hit;
+        batch.push(p);
+      } else if (missIds.includes(p.id)) {
+        p.hit = undefined;
+        batch.push(p);
+      } else if (missKeys.length < MAX_MISSES) {
+        p.hit = undefined;
+        missKeys.push(p.key);
+        missIds.push(p.id);
+        batch.push(p);
+      } else {
+        rest.push(p);
+      }
+    }
+    this.#queue = rest;
+    return { batch, missKeys, missIds };
+  }
+
+  #send(): void {
+    const { batch, missKeys, missIds } = this.#take();
+    this.#inFlight++;
+    this.reads++;
+    this.#kv.getMany([this.#epochKey, ...missKeys]).then(
+      (entries) => this.#settle(batch, missIds, entries),
+      (err) => {
+        if (batch.length === 1) return batch[0].reject(err);
+        // Keep one bad key (e.g. too large) from failing its neighbours:
+        // each read goes alone, uncached.
+        for (const p of batch) this.#kv.get(p.key).then((e) => p.resolve(e.value), p.reject);
+      },
+    ).finally(() => {
+      this.#inFlight--;
+      this.#pump();
+    });
+  }
+
+  #settle(batch: Pending[], missIds: string[], entries: Deno.KvEntryMaybe<unknown>[]): void {
+    const counter = entries[0].value;
+    const epoch = counter instanceof Deno.KvU64 ? counter.value : 0n;
+    if (epoch > this.#epoch) {
+      // Something cached may have changed since it was read.
+      this.#cache.clear();
+      this.#epoch = epoch;
+    }
+    const read = new Map<string, unknown>();
+    for (let i = 0; i < missIds.length; i++) {
+      const value = entries[i + 1].value;
+      read.set(missIds[i], value);
+      // A batch that completed after a newer one must not fill the cache.
+      if (value !== null && epoch === this.#epoch) this.#remember(missIds[i], { epoch, value });
+    }
+    const again: Pending[] = [];
+    for (const p of batch) {
+      if (p.hit === undefined) p.resolve(read.get(p.id) ?? null);
+      else if (p.hit.epoch === epoch) p.resolve(p.hit.value);
+      else again.push(p);
+    }
+    // Stale hits are read again, uncached, in a batch issued after this one.
+    if (again.length > 0) this.#queue = [...again, ...this.#queue];
+  }
+
+  #remember(id: string, entry: Cached): void {
+    this.#cache.delete(id);
+    this.#cache.set(id, entry);
+    if (this.#cache.size > this.#maxEntries) {
+      // Maps iterate in insertion order: drop the oldest.
+      const oldest = this.#cache.keys().next().value as string;
+      this.#cache.delete(oldest);
+    }
+  }
+}
