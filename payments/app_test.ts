@@ -41,6 +41,21 @@ Deno.test("unknown path → 404 PMT-4000 envelope (with and without base path)",
   h.close();
 });
 
+Deno.test("under a base path an unauthenticated caller learns nothing: 401 for known and unknown paths", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  for (const p of ["/vendor/v4/nope", "/vendor/v4/payments/charges/x/y/z", "/vendor/v4"]) {
+    const r = await h.req("GET", p, undefined, { authorization: "" });
+    assert.equal(r.status, 401, p);
+    assert.equal(r.body.errors[0].code, "PMT-4010");
+  }
+  // Outside the base paths there is no API to protect: plain 404.
+  assert.equal((await h.req("GET", "/nope", undefined, { authorization: "" })).status, 404);
+  // The public token route needs no token.
+  const t = await h.req("POST", "payments/tokens", { card: CARD }, { authorization: "" });
+  assert.equal(t.status, 201);
+  h.close();
+});
+
 Deno.test("malformed JSON, non-object JSON and non-UTF-8 bodies → 400 envelope", async () => {
   const h = harness(await Deno.openKv(":memory:"));
   for (const body of ["{", "[1]", "42", "null", '"s"', '{"amount":}']) {
