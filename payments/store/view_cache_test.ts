@@ -40,11 +40,22 @@ Deno.test("ViewCache: values are read once; later reads cost one epoch read per 
   kv.close();
 });
 
-Deno.test("ViewCache: a change committed by another handle on the same file is seen", async () => {
+/** Two handles on one KV file (two SQLite connections, as two processes have). */
+async function withSharedFile(fn: (a: Deno.Kv, b: Deno.Kv) => Promise<void>) {
   const dir = await Deno.makeTempDir();
   const a = await Deno.openKv(`${dir}/kv.sqlite`);
   const b = await Deno.openKv(`${dir}/kv.sqlite`);
   try {
+    await fn(a, b);
+  } finally {
+    a.close();
+    b.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("ViewCache: a change committed by another handle on the same file is seen", async () => {
+  await withSharedFile(async (a, b) => {
     const views = new ViewCache(a, EPOCH);
     await b.set(["v"], "one");
     assert.equal(await views.get(["v"]), "one");
@@ -56,11 +67,7 @@ Deno.test("ViewCache: a change committed by another handle on the same file is s
     assert.equal(await views.get(["v"]), "two");
     await change(b, ["v"], "four");
     assert.equal(await views.get(["v"]), "four");
-  } finally {
-    a.close();
-    b.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("ViewCache: absent keys are not cached (a later creation needs no bump)", async () => {
@@ -74,10 +81,7 @@ Deno.test("ViewCache: absent keys are not cached (a later creation needs no bump
 });
 
 Deno.test("ViewCache: reads racing changes never return a value older than one committed before them", async () => {
-  const dir = await Deno.makeTempDir();
-  const reader = await Deno.openKv(`${dir}/kv.sqlite`);
-  const writer = await Deno.openKv(`${dir}/kv.sqlite`);
-  try {
+  await withSharedFile(async (reader, writer) => {
     const views = new ViewCache(reader, EPOCH);
     await writer.set(["n"], 0);
     let committed = 0;
@@ -101,11 +105,7 @@ Deno.test("ViewCache: reads racing changes never return a value older than one c
     await Promise.all([writes, ...readers]);
     assert.ok(checked > 150, `${checked} reads checked`);
     assert.equal(await views.get(["n"]), 150);
-  } finally {
-    reader.close();
-    writer.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("ViewCache: bounded; the oldest values go first", async () => {
