@@ -31,6 +31,9 @@ import { PaymentsStore } from "./store/kv_store.ts";
 
 const log = getLogger(["payments", "http"]);
 
+/** Most checks a KV Connect server (denokv, Deno Deploy) accepts in one atomic commit. */
+export const KV_CONNECT_MAX_CHECKS = 10;
+
 /** Default base path. */
 export const DEFAULT_BASE_PATH = "/vendor/v4";
 
@@ -38,6 +41,11 @@ export const DEFAULT_BASE_PATH = "/vendor/v4";
 export interface PaymentsDeps {
   /** An open Deno KV handle (the caller closes it). */
   kv: Deno.Kv;
+  /**
+   * Most versionstamp checks in one commit: 100 for the embedded store
+   * (default), {@link KV_CONNECT_MAX_CHECKS} for a KV Connect server.
+   */
+  maxChecksPerCommit?: number;
   /** Accepted bearer tokens (at least one). */
   tokens: readonly string[];
   /** Base paths to serve the API under; default `["/vendor/v4"]`. */
@@ -115,7 +123,7 @@ export function createApp(deps: PaymentsDeps): Hono {
   const random = deps.random ?? ((b: Uint8Array) => void crypto.getRandomValues(b));
   const now = deps.now ?? (() => new Date());
   const svc = new PaymentsService({
-    store: new PaymentsStore(deps.kv),
+    store: new PaymentsStore(deps.kv, { maxChecksPerCommit: deps.maxChecksPerCommit }),
     now,
     ids: deps.ids ?? createIdGenerator(() => now().getTime(), random),
     random,

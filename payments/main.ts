@@ -14,17 +14,23 @@
  */
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
+import { KV_CONNECT_MAX_CHECKS } from "./app.ts";
 import { startPaymentsServer } from "./server.ts";
 
 /** Default KV location. */
 export const DEFAULT_KV_PATH = "./data/payments.kv";
+
+/** True for an `http(s)://` location: a KV Connect server, not a file. */
+export function isKvConnectUrl(location: string): boolean {
+  return /^https?:\/\//.test(location);
+}
 
 /**
  * Open a Deno KV store: `":memory:"`, an `http(s)://` KV Connect URL (token
  * in `DENO_KV_ACCESS_TOKEN`), or a file path whose folder is created.
  */
 export async function openKvAt(location: string): Promise<Deno.Kv> {
-  if (location !== ":memory:" && !/^https?:\/\//.test(location)) {
+  if (location !== ":memory:" && !isKvConnectUrl(location)) {
     const slash = location.lastIndexOf("/");
     if (slash > 0) await Deno.mkdir(location.slice(0, slash), { recursive: true });
   }
@@ -93,6 +99,8 @@ async function main(): Promise<number> {
     hostname: values.hostname,
     port,
     kv: () => openKvAt(values.kv),
+    // A KV Connect server refuses commits with more than 10 checks.
+    maxChecksPerCommit: isKvConnectUrl(values.kv) ? KV_CONNECT_MAX_CHECKS : undefined,
     basePaths: values["base-path"],
     tokens,
     cert: values.cert ? await Deno.readTextFile(values.cert) : undefined,

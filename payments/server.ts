@@ -27,6 +27,8 @@ export interface PaymentsServerOptions {
    * passes an opener for a file path, `:memory:` or a KV Connect URL).
    */
   kv: Deno.Kv | (() => Promise<Deno.Kv>);
+  /** Most checks per commit (see `PaymentsDeps`); 10 for a KV Connect store. */
+  maxChecksPerCommit?: number;
   /** Close the KV handle on shutdown; default true. */
   closeKv?: boolean;
   /** Base paths; default `["/vendor/v4"]`. */
@@ -77,7 +79,13 @@ export async function startPaymentsServer(
   const basePaths = opts.basePaths?.length ? [...opts.basePaths] : [DEFAULT_BASE_PATH];
   const kv = typeof opts.kv === "function" ? await opts.kv() : opts.kv;
   const closeKv = opts.closeKv ?? true;
-  const app = createApp({ kv, tokens, basePaths, now: opts.now });
+  const app = createApp({
+    kv,
+    tokens,
+    basePaths,
+    now: opts.now,
+    maxChecksPerCommit: opts.maxChecksPerCommit,
+  });
   const hostname = opts.hostname ?? "127.0.0.1";
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {

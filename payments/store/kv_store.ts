@@ -113,11 +113,17 @@ export class PaymentsStore {
    * round trips ({@link ReadBatcher}, {@link CommitBatcher});
    * `maxChangesPerCommit: 1` gives every change its own commit.
    */
-  constructor(kv: Deno.Kv, options?: { maxAttempts?: number; maxChangesPerCommit?: number }) {
+  constructor(
+    kv: Deno.Kv,
+    options?: { maxAttempts?: number; maxChangesPerCommit?: number; maxChecksPerCommit?: number },
+  ) {
     this.kv = kv;
     this.maxAttempts = options?.maxAttempts ?? 200;
     this.#reads = new ReadBatcher(kv);
-    this.#commits = new CommitBatcher(kv, { maxChanges: options?.maxChangesPerCommit });
+    this.#commits = new CommitBatcher(kv, {
+      maxChanges: options?.maxChangesPerCommit,
+      maxChecks: options?.maxChecksPerCommit,
+    });
     this.#views = new ViewCache(kv, VIEW_EPOCH_KEY);
   }
 

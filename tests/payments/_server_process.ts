@@ -84,3 +84,38 @@ export async function spawnServer(
   };
   return { child, url, lines, stop: () => end("SIGTERM"), kill: () => end("SIGKILL") };
 }
+
+/** A JSON API call's outcome. */
+export interface ApiReply {
+  status: number;
+  // deno-lint-ignore no-explicit-any
+  body: any;
+  headers: Headers;
+}
+
+/** Calls `<base>/vendor/v4/<path>` with a JSON body (see {@link apiCaller}). */
+export type ApiCall = (
+  client: Deno.HttpClient,
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<ApiReply>;
+
+/**
+ * An API caller sending `token` as its bearer token; the reply's body is
+ * parsed as JSON. Each call is bounded to 10 s.
+ */
+export function apiCaller(token: string): ApiCall {
+  return async (client, base, method, path, body, headers = {}) => {
+    const res = await fetch(`${base}/vendor/v4/${path}`, {
+      client,
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, body: await res.json(), headers: res.headers };
+  };
+}

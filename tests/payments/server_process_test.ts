@@ -4,30 +4,14 @@
  * durability of acknowledged charges across SIGKILL.
  */
 import assert from "node:assert/strict";
-import { spawnServer } from "./_server_process.ts";
+import { apiCaller, spawnServer } from "./_server_process.ts";
 
 const TOKEN = "e2e-token";
 const CARD_NUMBER = "4012888888881881";
 const ACCOUNT_NUMBER = "98765432101234";
 const CARD = { number: CARD_NUMBER, expMonth: 11, expYear: 2039, cvc: "987", name: "E2E" };
 
-async function call(
-  client: Deno.HttpClient,
-  base: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-  // deno-lint-ignore no-explicit-any
-): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${base}/vendor/v4/${path}`, {
-    client,
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
+const call = apiCaller(TOKEN);
 
 async function fileBytes(path: string): Promise<Uint8Array[]> {
   const out: Uint8Array[] = [];
