@@ -7,6 +7,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import { readUpTo } from "../shared/bytes.ts";
 import type { Config } from "../shared/config_schema.ts";
 import {
   type BackendRef,
@@ -76,26 +77,6 @@ function isConnectError(err: unknown): boolean {
   const text = `${err} ${(err as Error)?.cause ?? ""}`;
   return /\(Connect\)|tcp connect error|connection refused|dns error|network is unreachable/i
     .test(text);
-}
-
-async function readAll(
-  body: ReadableStream<Uint8Array>,
-  max: number,
-): Promise<Uint8Array<ArrayBuffer>> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > max) throw new Error("body larger than declared");
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.length;
-  }
-  return out;
 }
 
 /**
@@ -201,7 +182,8 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       req.body !== null && head.contentLength !== undefined &&
       head.contentLength <= BUFFER_BODY_LIMIT
     ) {
-      body = await readAll(req.body, head.contentLength);
+      body = await readUpTo(req.body, head.contentLength);
+      if (body === null) throw new Error("body larger than declared");
     }
     // Retry only what has not started streaming: no body, or a body read whole.
     const retryable = body === null || body instanceof Uint8Array;

@@ -7,6 +7,7 @@
  */
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import { readUpTo } from "../../shared/bytes.ts";
 import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
 import type { PaymentsService, Reply } from "../service.ts";
@@ -49,32 +50,6 @@ export function requestIdOf(c: Context): string | undefined {
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-/** The whole body as bytes, streamed so that no more than `limit` bytes are read. */
-async function readLimited(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  // The reader keeps its lock: the body is consumed (or cancelled) here either way.
-  const reader = body.getReader();
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw PaymentsError.tooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0];
-  const bytes = new Uint8Array(size);
-  let off = 0;
-  for (const ch of chunks) {
-    bytes.set(ch, off);
-    off += ch.byteLength;
-  }
-  return bytes;
-}
-
 /**
  * Read the JSON body with a size limit. An empty body reads as `undefined`;
  * malformed JSON or a non-object is 400; over the limit is 413.
@@ -92,7 +67,9 @@ export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unkn
     bytes = new Uint8Array(await req.arrayBuffer());
   } else {
     if (!req.body) return undefined;
-    bytes = await readLimited(req.body, limit);
+    const read = await readUpTo(req.body, limit);
+    if (read === null) throw PaymentsError.tooLarge(limit);
+    bytes = read;
   }
   if (bytes.byteLength > limit) throw PaymentsError.tooLarge(limit);
   if (bytes.byteLength === 0) return undefined;

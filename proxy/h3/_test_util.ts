@@ -31,17 +31,7 @@ export function assertMalformed(fn: () => unknown, field: string): MalformedMess
   throw new Error(`expected a malformed message on ${field}`);
 }
 
-export function concat(...parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+export { concatBytes as concat } from "./qpack/instructions.ts";
 
 export function hex(s: string): Uint8Array {
   const clean = s.replace(/\s+/g, "");

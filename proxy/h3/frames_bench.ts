@@ -6,17 +6,8 @@
  */
 import { NEED_MORE } from "./errors.ts";
 import { encodeFrame, encodeFrameHeader, FrameDecoder, FrameType } from "./frames.ts";
+import { concatBytes } from "./qpack/instructions.ts";
 import { RequestStreamParser } from "./streams.ts";
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 function split(buf: Uint8Array, size: number): Uint8Array[] {
   const out: Uint8Array[] = [];
@@ -25,7 +16,7 @@ function split(buf: Uint8Array, size: number): Uint8Array[] {
 }
 
 const body = new Uint8Array(16 * 1024).fill(0x61);
-const stream = concat([
+const stream = concatBytes(
   encodeFrame(FrameType.HEADERS, new Uint8Array(200).fill(0x11)),
   encodeFrameHeader(FrameType.DATA, body.length),
   body,
@@ -36,7 +27,7 @@ const stream = concat([
   encodeFrameHeader(FrameType.DATA, body.length),
   body,
   encodeFrame(FrameType.HEADERS, new Uint8Array(20).fill(0x22)),
-]);
+);
 const packets = split(stream, 1200); // roughly one QUIC packet per chunk
 const small = split(stream, 97); // awkward boundaries
 const whole = [stream];
@@ -81,7 +72,9 @@ Deno.bench({
 });
 
 const headersOnly = split(
-  concat(Array.from({ length: 100 }, () => encodeFrame(FrameType.HEADERS, new Uint8Array(300)))),
+  concatBytes(
+    ...Array.from({ length: 100 }, () => encodeFrame(FrameType.HEADERS, new Uint8Array(300))),
+  ),
   1200,
 );
 Deno.bench({

@@ -44,6 +44,8 @@
  * @module
  */
 
+import { readUpTo } from "../../shared/bytes.ts";
+
 // ---------------------------------------------------------------------------
 // Minimal protobuf (proto3 wire format)
 // ---------------------------------------------------------------------------
@@ -594,25 +596,14 @@ function encodeEntry(e: Entry): ProtoWriter {
 
 async function readBody(req: Request): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  let body: Uint8Array | null;
   try {
-    for await (const chunk of req.body) {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) throw new HttpError(413, "Request body too large");
-      chunks.push(chunk);
-    }
+    body = await readUpTo(req.body, MAX_BODY_BYTES);
   } catch (err) {
-    if (err instanceof HttpError) throw err;
     throw new HttpError(400, `Could not read the request body: ${err}`); // e.g. the client went away
   }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.length;
-  }
-  return out;
+  if (body === null) throw new HttpError(413, "Request body too large");
+  return body;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */

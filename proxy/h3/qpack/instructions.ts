@@ -170,7 +170,7 @@ export function encodeLiteralWithLiteralName(
 }
 
 /** Concatenate byte arrays (handy for assembling streams and sections in tests). */
-export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+export function concatBytes(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
   let n = 0;
   for (const p of parts) n += p.length;
   const out = new Uint8Array(n);
