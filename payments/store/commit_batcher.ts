@@ -27,7 +27,7 @@
  *
  * @module
  */
-import { setImmediate } from "node:timers";
+import { BatchQueue } from "./batch_queue.ts";
 
 /** One atomic change: its checks and mutations. */
 export interface AtomicChange {
@@ -102,20 +102,18 @@ export class CommitBatcher {
   readonly #maxChanges: number;
   #maxChecks: number;
   readonly #maxMutations: number;
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  readonly #maxInFlight: number;
-  #scheduled = false;
-  readonly #flush = () => {
-    this.#scheduled = false;
-    if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
-  };
+  readonly #queue: BatchQueue<Pending, Pending[]>;
 
   /** Wrap a KV handle. */
   constructor(kv: Deno.Kv, options: CommitBatcherOptions = {}) {
     this.#kv = kv;
     this.#maxChanges = Math.max(1, options.maxChanges ?? 16);
-    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    this.#queue = new BatchQueue({
+      maxInFlight: options.maxInFlight ?? 1,
+      fullAt: this.#maxChanges,
+      take: (queue) => this.#take(queue),
+      run: (batch) => this.#run(batch),
+    });
     this.#maxChecks = options.maxChecks ?? 100;
     this.#maxMutations = options.maxMutations ?? 1000;
   }
@@ -124,15 +122,7 @@ export class CommitBatcher {
   commit(change: AtomicChange): Promise<boolean> {
     if (this.#maxChanges === 1) return this.#commitAlone(change);
     return new Promise<boolean>((resolve, reject) => {
-      this.#queue.push({ change, keys: keysOf(change), resolve, reject });
-      if (this.#queue.length >= this.#maxChanges) this.#send();
-      else if (this.#inFlight < this.#maxInFlight && !this.#scheduled) {
-        // Go once the changes made in this turn of the event loop
-        // (requests that arrived together) have joined.
-        this.#scheduled = true;
-        setImmediate(this.#flush);
-      }
-      // Busy: wait for a commit in flight to finish.
+      this.#queue.add({ change, keys: keysOf(change), resolve, reject });
     });
   }
 
@@ -142,14 +132,14 @@ export class CommitBatcher {
     return (await atomic.commit()).ok;
   }
 
-  /** Take the next batch off the queue: disjoint keys, within the limits, in order. */
-  #take(): Pending[] {
+  /** The next batch of the queue: disjoint keys, within the limits, in order; and the rest. */
+  #take(queue: Pending[]): [Pending[], Pending[]] {
     const batch: Pending[] = [];
     const rest: Pending[] = [];
     const used = new Set<string>();
     let checks = 0;
     let mutations = 0;
-    for (const p of this.#queue) {
+    for (const p of queue) {
       const c = p.change;
       const m = c.sets.length + c.deletes.length + (c.sums?.length ?? 0);
       const fits = batch.length === 0 || (
@@ -169,18 +159,7 @@ export class CommitBatcher {
       mutations += m;
       for (const k of p.keys) used.add(k);
     }
-    this.#queue = rest;
-    return batch;
-  }
-
-  #send(): void {
-    const batch = this.#take();
-    if (batch.length === 0) return;
-    this.#inFlight++;
-    this.#run(batch).finally(() => {
-      this.#inFlight--;
-      if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
-    });
+    return [batch, rest];
   }
 
   async #run(batch: Pending[]): Promise<void> {

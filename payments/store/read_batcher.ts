@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { setImmediate } from "node:timers";
+import { BatchQueue } from "./batch_queue.ts";
 
 /** Most keys per `getMany` call (the Deno KV limit). */
 export const MAX_BATCH = 10;
@@ -33,14 +33,7 @@ interface Pending {
 /** Coalesces concurrent point reads of one KV handle. */
 export class ReadBatcher {
   readonly #kv: Deno.Kv;
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  readonly #maxInFlight: number;
-  #scheduled = false;
-  readonly #flush = () => {
-    this.#scheduled = false;
-    if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
-  };
+  readonly #queue: BatchQueue<Pending, Pending[]>;
 
   /**
    * Wrap a KV handle.
@@ -51,43 +44,28 @@ export class ReadBatcher {
    */
   constructor(kv: Deno.Kv, maxInFlight = 2) {
     this.#kv = kv;
-    this.#maxInFlight = Math.max(1, maxInFlight);
+    this.#queue = new BatchQueue({
+      maxInFlight,
+      fullAt: MAX_BATCH,
+      take: (queue) => [queue.slice(0, MAX_BATCH), queue.slice(MAX_BATCH)],
+      run: (batch) => this.#run(batch),
+    });
   }
 
   /** Read one key (strong consistency), like `kv.get`. */
   get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
     return new Promise<Deno.KvEntryMaybe<T>>((resolve, reject) => {
-      this.#queue.push({
-        key,
-        resolve: resolve as (e: Deno.KvEntryMaybe<unknown>) => void,
-        reject,
-      });
-      if (this.#queue.length >= MAX_BATCH) this.#send();
-      else if (this.#inFlight < this.#maxInFlight && !this.#scheduled) {
-        // Go once the reads asked for in this turn of the event loop
-        // (requests that arrived together) have joined.
-        this.#scheduled = true;
-        setImmediate(this.#flush);
-      }
-      // Busy: wait for a call in flight to finish.
+      this.#queue.add({ key, resolve: resolve as (e: Deno.KvEntryMaybe<unknown>) => void, reject });
     });
   }
 
-  #send(): void {
-    const batch = this.#queue.length <= MAX_BATCH ? this.#queue : this.#queue.slice(0, MAX_BATCH);
-    this.#queue = this.#queue.length <= MAX_BATCH ? [] : this.#queue.slice(MAX_BATCH);
-    this.#inFlight++;
-    const done = () => {
-      this.#inFlight--;
-      if (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
-    };
+  #run(batch: Pending[]): Promise<void> {
     const read = batch.length === 1
       ? this.#kv.get(batch[0].key).then((e) => [e])
       : this.#kv.getMany(batch.map((p) => p.key));
-    read.then(
+    return read.then(
       (entries) => {
         for (let i = 0; i < batch.length; i++) batch[i].resolve(entries[i]);
-        done();
       },
       (err) => {
         if (batch.length === 1) batch[0].reject(err);
@@ -95,7 +73,6 @@ export class ReadBatcher {
           // Keep one bad key (e.g. too large) from failing its neighbours.
           for (const p of batch) this.#kv.get(p.key).then(p.resolve, p.reject);
         }
-        done();
       },
     );
   }

@@ -34,7 +34,7 @@
  *
  * @module
  */
-import { setImmediate } from "node:timers";
+import { BatchQueue } from "./batch_queue.ts";
 import { keyId } from "./commit_batcher.ts";
 
 /** Keys read from the store per batch besides the epoch (Deno KV reads at most 10 keys per call). */
@@ -54,6 +54,13 @@ interface Pending {
   hit?: Cached;
 }
 
+/** One store read: the reads it serves and the keys it fetches besides the epoch. */
+interface Batch {
+  batch: Pending[];
+  missKeys: Deno.KvKey[];
+  missIds: string[];
+}
+
 /** Options of {@link ViewCache}. */
 export interface ViewCacheOptions {
   /** Most values kept; the oldest are dropped first. Default 10,000. */
@@ -67,26 +74,21 @@ export class ViewCache {
   readonly #kv: Deno.Kv;
   readonly #epochKey: Deno.KvKey;
   readonly #maxEntries: number;
-  readonly #maxInFlight: number;
   readonly #cache = new Map<string, Cached>();
   /** Highest epoch seen; every cached value has it. */
   #epoch = -1n;
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  #scheduled = false;
-  readonly #flush = () => {
-    this.#scheduled = false;
-    this.#pump();
-  };
-  /** Store reads issued (one per batch), for tests and metrics. */
-  reads = 0;
+  readonly #queue: BatchQueue<Pending, Batch>;
 
   /** Cache values of `kv` validated by the counter at `epochKey`. */
   constructor(kv: Deno.Kv, epochKey: Deno.KvKey, options: ViewCacheOptions = {}) {
     this.#kv = kv;
     this.#epochKey = epochKey;
     this.#maxEntries = Math.max(1, options.maxEntries ?? 10_000);
-    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 2);
+    this.#queue = new BatchQueue({
+      maxInFlight: options.maxInFlight ?? 2,
+      take: (queue) => this.#take(queue),
+      run: (batch) => this.#run(batch),
+    });
   }
 
   /** Values currently cached. */
@@ -97,26 +99,17 @@ export class ViewCache {
   /** The current value at `key`, or null when absent (strongly consistent). */
   get<T>(key: Deno.KvKey): Promise<T | null> {
     return new Promise<T | null>((resolve, reject) => {
-      this.#queue.push({ key, id: keyId(key), resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
-        // Go once the reads asked for in this turn of the event loop have joined.
-        this.#scheduled = true;
-        setImmediate(this.#flush);
-      }
+      this.#queue.add({ key, id: keyId(key), resolve: resolve as (v: unknown) => void, reject });
     });
   }
 
-  #pump(): void {
-    while (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) this.#send();
-  }
-
   /** Every pending read with a cached value, and uncached ones up to {@link MAX_MISSES} keys. */
-  #take(): { batch: Pending[]; missKeys: Deno.KvKey[]; missIds: string[] } {
+  #take(queue: Pending[]): [Batch, Pending[]] {
     const batch: Pending[] = [];
     const rest: Pending[] = [];
     const missKeys: Deno.KvKey[] = [];
     const missIds: string[] = [];
-    for (const p of this.#queue) {
+    for (const p of queue) {
       const hit = this.#cache.get(p.id);
       if (hit) {
         p.hit = hit;
@@ -133,15 +126,11 @@ export class ViewCache {
         rest.push(p);
       }
     }
-    this.#queue = rest;
-    return { batch, missKeys, missIds };
+    return [{ batch, missKeys, missIds }, rest];
   }
 
-  #send(): void {
-    const { batch, missKeys, missIds } = this.#take();
-    this.#inFlight++;
-    this.reads++;
-    this.#kv.getMany([this.#epochKey, ...missKeys]).then(
+  #run({ batch, missKeys, missIds }: Batch): Promise<void> {
+    return this.#kv.getMany([this.#epochKey, ...missKeys]).then(
       (entries) => this.#settle(batch, missIds, entries),
       (err) => {
         if (batch.length === 1) return batch[0].reject(err);
@@ -149,10 +138,7 @@ export class ViewCache {
         // each read goes alone, uncached.
         for (const p of batch) this.#kv.get(p.key).then((e) => p.resolve(e.value), p.reject);
       },
-    ).finally(() => {
-      this.#inFlight--;
-      this.#pump();
-    });
+    );
   }
 
   #settle(batch: Pending[], missIds: string[], entries: Deno.KvEntryMaybe<unknown>[]): void {
@@ -177,7 +163,7 @@ export class ViewCache {
       else again.push(p);
     }
     // Stale hits are read again, uncached, in a batch issued after this one.
-    if (again.length > 0) this.#queue = [...again, ...this.#queue];
+    if (again.length > 0) this.#queue.requeue(again);
   }
 
   #remember(id: string, entry: Cached): void {
