@@ -4,37 +4,21 @@
  * @module
  */
 
+import { type HealthCheckConfig, HealthCheckConfigSchema } from "../../shared/config_schema.ts";
+
 /** The two health states of a backend. */
 export type HealthStatus = "healthy" | "unhealthy";
 
-/** `health_check` of a backend. Times are milliseconds. */
-export interface HealthCheckConfig {
-  /** Probe path, default `/health`. */
-  readonly path: string;
-  /** Time between probe starts, default 5000. */
-  readonly interval: number;
-  /** Maximum wait for a probe response, default 1000. */
-  readonly timeout_ms: number;
-  /** Consecutive failures that mark a healthy backend unhealthy, default 3. */
-  readonly failure_threshold: number;
-  /** Consecutive successes (after the cooldown) that mark it healthy again, default 2. */
-  readonly success_threshold: number;
-  /** Time after becoming unhealthy during which probe results do not count toward recovery, default 5000. */
-  readonly cooldown_ms: number;
-  /** HTTP method of the probe, default `GET`. */
-  readonly method: string;
-}
+/** `health_check` of a backend, every field set (the config schema's type). */
+export type { HealthCheckConfig };
 
-/** The spec's defaults for every {@link HealthCheckConfig} field. */
-export const HEALTH_CHECK_DEFAULTS: Readonly<HealthCheckConfig> = Object.freeze({
-  path: "/health",
-  interval: 5000,
-  timeout_ms: 1000,
-  failure_threshold: 3,
-  success_threshold: 2,
-  cooldown_ms: 5000,
-  method: "GET",
-});
+/**
+ * The defaults of every {@link HealthCheckConfig} field, taken from the
+ * config schema (one source for the YAML and for checkers built in code).
+ */
+export const HEALTH_CHECK_DEFAULTS: Readonly<HealthCheckConfig> = Object.freeze(
+  HealthCheckConfigSchema.parse({}),
+);
 
 /** Fills the missing fields of a (possibly partial) `health_check` with the spec's defaults. */
 export function withHealthDefaults(hc: Partial<HealthCheckConfig> = {}): HealthCheckConfig {
