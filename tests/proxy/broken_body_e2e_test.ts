@@ -9,7 +9,7 @@ import { startBackend } from "../support/backend.ts";
 import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 
 const PAGE = `<!doctype html><html><body><pre id="out">pending</pre><script>
 fetch("/broken").then((r) => r.text()).then(
@@ -33,11 +33,7 @@ Deno.test("e2e: a backend body that breaks mid-way is never taken as complete", 
       }),
     );
   });
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+  const proxy = await startProxy(oneBackendConfig(be.address));
   try {
     await t.step("gtlsclient: nghttp3 closes the stream with H3_MESSAGE_ERROR", async () => {
       const r = await gtls(proxy.port, `https://localhost:${proxy.port}/broken`);

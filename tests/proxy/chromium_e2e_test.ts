@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 
 const PAGE = `<!doctype html><html><head><title>spooky</title></head><body>
 <pre id="out">pending</pre>
@@ -43,11 +43,7 @@ Deno.test({
       if (url.pathname === "/api/echo") return new Response(req.body);
       return new Response("not found", { status: 404 });
     });
-    const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+    const proxy = await startProxy(oneBackendConfig(be.address));
     try {
       const certs = await testCerts();
       const origin = `localhost:${proxy.port}`;

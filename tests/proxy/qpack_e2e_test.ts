@@ -18,7 +18,7 @@ import {
 } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 
 // RFC 9204 Appendix A indices.
 const S_AUTHORITY = 0;
@@ -28,11 +28,7 @@ const S_SCHEME_HTTPS = 23;
 
 Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are decoded", async (t) => {
   const be = startBackend("b");
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+  const proxy = await startProxy(oneBackendConfig(be.address));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   const client = await H3TestClient.connect(proxy.port, ca);
   const headersSeen = (res: { status: number; body: Uint8Array }) => {
@@ -114,11 +110,7 @@ upstream:
 
 Deno.test("RFC 9204 §2.2.3: a reference to a missing entry closes the connection, not the proxy", async () => {
   const be = startBackend("b");
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+  const proxy = await startProxy(oneBackendConfig(be.address));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   try {
     const bad = await H3TestClient.connect(proxy.port, ca);

@@ -75,6 +75,18 @@ export async function runCli(args: string[], env?: Record<string, string>): Prom
   };
 }
 
+/**
+ * The smallest config: HTTP/3 on a free loopback port, every path to one
+ * backend `b0` at `address` (for {@link startProxy}).
+ */
+export function oneBackendConfig(address: string): string {
+  return `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${address}"}]}
+`;
+}
+
 /** Writes `yaml` to a temp file; `{{cert}}`/`{{key}}` are replaced by dev certificate paths. */
 export async function writeConfig(yaml: string): Promise<string> {
   const certs = await testCerts();
