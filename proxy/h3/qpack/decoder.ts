@@ -141,6 +141,32 @@ function readString(
 }
 
 /**
+ * The value of a literal field line, a string literal with a 7-bit prefix at
+ * `pos`; it goes through the string cache unless the field line has its N
+ * bit set (`neverIndexed`) or the name is secret. The bytes ending early are
+ * a decompression failure.
+ */
+function readFieldValue(
+  bytes: Uint8Array,
+  pos: number,
+  end: number,
+  name: string,
+  neverIndexed: boolean,
+): string {
+  const value = readString(
+    bytes,
+    pos,
+    end,
+    7,
+    DECOMPRESSION,
+    Infinity,
+    !neverIndexed && !isSecret(name),
+  );
+  if (value === null) fail(DECOMPRESSION, "truncated field line");
+  return value;
+}
+
+/**
  * Decode the Required Insert Count of a section prefix (RFC 9204 §4.5.1.1).
  *
  * @throws {H3Error} QPACK_DECOMPRESSION_FAILED for an impossible encoding.
@@ -408,32 +434,14 @@ export class QpackDecoder {
           }
           name = table.nameAt(abs);
         }
-        value = readString(
-          block,
-          prefixIntEnd,
-          end,
-          7,
-          DECOMPRESSION,
-          Infinity,
-          (b & 0x20) === 0 && !isSecret(name),
-        );
-        if (value === null) fail(DECOMPRESSION, "truncated field line");
+        value = readFieldValue(block, prefixIntEnd, end, name, (b & 0x20) !== 0);
         pos = stringEnd;
       } else if ((b & 0x20) !== 0) {
         // Literal Field Line with Literal Name (§4.5.6)
         const n = readString(block, pos, end, 3, DECOMPRESSION, Infinity, true);
         if (n === null) fail(DECOMPRESSION, "truncated field line");
         name = n;
-        value = readString(
-          block,
-          stringEnd,
-          end,
-          7,
-          DECOMPRESSION,
-          Infinity,
-          (b & 0x10) === 0 && !isSecret(name),
-        );
-        if (value === null) fail(DECOMPRESSION, "truncated field line");
+        value = readFieldValue(block, stringEnd, end, name, (b & 0x10) !== 0);
         pos = stringEnd;
       } else if ((b & 0x10) !== 0) {
         // Indexed Field Line with Post-Base Index (§4.5.3)
@@ -455,16 +463,7 @@ export class QpackDecoder {
           fail(DECOMPRESSION, `invalid post-base name reference ${index}`);
         }
         name = table.nameAt(abs);
-        value = readString(
-          block,
-          prefixIntEnd,
-          end,
-          7,
-          DECOMPRESSION,
-          Infinity,
-          (b & 0x08) === 0 && !isSecret(name),
-        );
-        if (value === null) fail(DECOMPRESSION, "truncated field line");
+        value = readFieldValue(block, prefixIntEnd, end, name, (b & 0x08) !== 0);
         pos = stringEnd;
       }
       size += name.length + value.length + ENTRY_OVERHEAD;
