@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { bearerAllowed, bearerChecker, constantTimeEqual } from "./auth.ts";
+import { constantTimeEqual } from "../shared/constant_time.ts";
+import { bearerAllowed, bearerChecker } from "./auth.ts";
 
 Deno.test("constantTimeEqual", () => {
   assert.ok(constantTimeEqual("abc", "abc"));

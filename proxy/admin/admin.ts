@@ -8,6 +8,7 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
+import { constantTimeEqual } from "../../shared/constant_time.ts";
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../metrics/prometheus.ts";
 import type { ProxyRuntime } from "../runtime.ts";
 import type { ConnectionInfo } from "../server/server.ts";
@@ -33,14 +34,6 @@ export interface AdminDeps {
 export type ReloadOutcome =
   | { ok: true; restartRequired: string[] }
   | { ok: false; errors: string[] };
-
-function constantTimeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
-}
 
 function errorBody(c: Context, status: 400 | 401 | 404 | 409, error: string, message: string) {
   return c.json({ error, message }, status);
