@@ -18,16 +18,10 @@
 
 import { parseArgs } from "node:util";
 import { H3TestClient } from "../examples/h3_client.ts";
+import { quantile } from "./stats.ts";
 
 /** Background requests are issued on this tick (ms). */
 const TICK_MS = 10;
-
-/** The value at quantile `q` (0..1) of sorted numbers. */
-export function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i];
-}
 
 function head(port: number): Array<[string, string]> {
   return [

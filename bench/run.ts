@@ -31,6 +31,7 @@ import { parseArgs } from "node:util";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
 import { summarize } from "./analyze_profile.ts";
 import { renderChart, renderMarkdown } from "./report.ts";
+import { median } from "./stats.ts";
 import type { BenchResults, LatencyResult, LoadRow, ServerName, StreamResult } from "./report.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -195,11 +196,6 @@ function threadTicks(pid: number): Map<string, number> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 // ------------------------------------------------------------------ servers
 

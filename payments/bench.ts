@@ -26,6 +26,7 @@
  * @module
  */
 import { Hono } from "hono";
+import { median, quantile } from "../bench/stats.ts";
 import { parseArgs } from "node:util";
 import { openKvAt } from "./main.ts";
 import { startPaymentsServer } from "./server.ts";
@@ -42,21 +43,6 @@ export interface H2Result {
   p50Ms: number;
   /** 99th percentile request latency, ms. */
   p99Ms: number;
-}
-
-/** The `q` quantile (0..1) of ascending `sorted` values (nearest rank). */
-export function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.ceil(q * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
-}
-
-/** Median of the values. */
-export function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /** Parse h2load's summary and its `--log-file` (µs per request in column 3). */

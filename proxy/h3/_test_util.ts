@@ -33,6 +33,7 @@ export function assertMalformed(fn: () => unknown, field: string): MalformedMess
 
 export { concatBytes as concat } from "./qpack/instructions.ts";
 
+/** Bytes from a hex string; spaces and newlines are ignored. */
 export function hex(s: string): Uint8Array {
   const clean = s.replace(/\s+/g, "");
   const out = new Uint8Array(clean.length / 2);

@@ -1,16 +1,10 @@
 /**
- * Test helpers (hex conversion).
+ * Test helpers of the QPACK tests (hex conversion; `hex` is the codec tests' one).
  *
  * @module
  */
 
-/** Bytes from a hex string; spaces and newlines are ignored. */
-export function hex(s: string): Uint8Array {
-  const clean = s.replace(/\s+/g, "");
-  const out = new Uint8Array(clean.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(clean.slice(i * 2, i * 2 + 2), 16);
-  return out;
-}
+export { hex } from "../_test_util.ts";
 
 /** Hex string of bytes. */
 export function toHex(b: Uint8Array | null): string {
