@@ -307,3 +307,61 @@ upstream:
     await a.close();
   }
 });
+
+Deno.test("e2e: a reload that removes a backend lets its streaming responses finish", async () => {
+  const CHUNKS = 20;
+  const old = startBackend("old", () => {
+    let sent = 0;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async pull(c) {
+          if (sent++ === CHUNKS) return c.close();
+          await new Promise((r) => setTimeout(r, 75));
+          c.enqueue(new Uint8Array(10_000).fill(111));
+        },
+      }),
+    );
+  });
+  const fresh = startBackend("fresh");
+  const config = (address: string) =>
+    `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+admin: {address: 127.0.0.1, port: 0, token: ${TOKEN}}
+upstream:
+  api: {route: {path_prefix: /}, backends: [{id: only, address: "${address}"}]}
+`;
+  const proxy = await startProxy(config(old.address));
+  const certs = await testCerts();
+  const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
+  try {
+    const download = client.request({
+      head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
+        ":path",
+        "/stream",
+      ]],
+    });
+    await new Promise((r) => setTimeout(r, 300)); // the body is streaming
+    await Deno.writeTextFile(
+      proxy.configPath,
+      config(fresh.address).replaceAll("{{cert}}", certs.certPath).replaceAll(
+        "{{key}}",
+        certs.keyPath,
+      ),
+    );
+    const r = await admin(proxy, "POST", "/admin/reload", { token: TOKEN });
+    assert.equal(r.status, 200, r.text);
+    const res = await download;
+    assert.equal(res.status, 200);
+    assert.equal(res.body.length, CHUNKS * 10_000, "the response was cut");
+    assert.ok(res.body.every((b) => b === 111));
+    assert.equal(res.trailers, undefined, "the response ended with a malformed trailer section");
+    // New requests go to the new backend.
+    const after = await backendsHit(client, 2);
+    assert.deepEqual(after, { fresh: 2 });
+  } finally {
+    await client.close();
+    await proxy.stop();
+    await old.close();
+    await fresh.close();
+  }
+});
