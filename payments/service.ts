@@ -82,35 +82,14 @@ function asObject(raw: unknown): unknown {
   return raw;
 }
 
-/**
- * Version of the stored charge responses, part of their key
- * `["charge_view", VIEW_VERSION, id]`: a response stored under another
- * version is not read, and the response is built from the record. Bump it
- * whenever {@link chargeView} changes.
- */
-export const VIEW_VERSION = 1;
-
-const UTF8 = new TextEncoder();
-const UTF8_TEXT = new TextDecoder();
-
 function chargeViewOf(record: ChargeRecord): { body: unknown; json: string } {
   const body = chargeView(record);
   return { body, json: JSON.stringify(body) };
 }
 
-/**
- * The writes of a charge: its record and, in the same commit, its response
- * (so that a read of the response never sees another state than the record).
- */
-function chargeWrites(
-  record: ChargeRecord,
-  view: { json: string } = chargeViewOf(record),
-): { key: Deno.KvKey; value: unknown }[] {
-  // Bytes are stored and read as they are (no structured serialization).
-  return [
-    { key: ["charge", record.id], value: record },
-    { key: ["charge_view", VIEW_VERSION, record.id], value: UTF8.encode(view.json) },
-  ];
+/** The response of get-charge, as JSON text (what the view cache keeps). */
+function chargeJson(record: unknown): string {
+  return JSON.stringify(chargeView(record as ChargeRecord));
 }
 
 function reply(r: CommitResult): Reply {
@@ -380,11 +359,11 @@ export class PaymentsService {
           return {
             checks,
             sets: [
-              ...chargeWrites(record, view),
+              { key: ["charge", record.id], value: record },
               { key: ["charge_req", rid], value: record.id },
             ],
             deletes,
-            // The charge is new (its key is checked absent): no cache holds its view.
+            // The charge is new (its key is checked absent): no cache holds it.
             newViews: true,
             status: 201,
             body: view.body,
@@ -404,13 +383,11 @@ export class PaymentsService {
 
   /** GET /payments/charges/{chargeId} */
   async getCharge(id: string): Promise<Reply> {
-    // The response stored with the charge (same commit): no record to decode.
-    const v = await this.#d.store.getView<Uint8Array>(["charge_view", VIEW_VERSION, id]);
-    // Sent as text: Deno serves a string body on its fastest path.
-    if (v instanceof Uint8Array) return { status: 200, body: undefined, json: UTF8_TEXT.decode(v) };
-    const e = await this.#d.store.get<ChargeRecord>(["charge", id]);
-    if (!e.value) throw PaymentsError.notFound("chargeId");
-    return { status: 200, body: chargeView(e.value) };
+    // Through the view cache, which keeps the response text: a repeated read
+    // decodes and builds nothing.
+    const json = await this.#d.store.getView(["charge", id], chargeJson);
+    if (json === null) throw PaymentsError.notFound("chargeId");
+    return { status: 200, body: undefined, json };
   }
 
   async #chargeEntry(id: string): Promise<Deno.KvEntry<ChargeRecord>> {
@@ -438,7 +415,7 @@ export class PaymentsService {
           const view = chargeViewOf(next);
           return {
             checks: [e],
-            sets: chargeWrites(next, view),
+            sets: [{ key: ["charge", id], value: next }],
             status: 200,
             body: view.body,
             json: view.json,
@@ -479,7 +456,7 @@ export class PaymentsService {
           return {
             checks: [e],
             sets: [
-              ...chargeWrites(out.charge),
+              { key: ["charge", id], value: out.charge },
               { key: ["refund", id, record.id], value: record },
             ],
             status: 201,
@@ -523,7 +500,7 @@ export class PaymentsService {
           return {
             checks: [e],
             sets: [
-              ...chargeWrites(out.charge),
+              { key: ["charge", e.value.id], value: out.charge },
               { key: ["void", record.id], value: record },
             ],
             status: 201,

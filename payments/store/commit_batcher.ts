@@ -73,13 +73,13 @@ export function keyId(key: Deno.KvKey): string {
   return key.join("\u0000");
 }
 
-/** The distinct keys a change checks or writes. */
+/** The keys a change checks or writes (a key may appear twice). */
 function keysOf(c: AtomicChange): string[] {
-  const out = new Set<string>();
-  for (const x of c.checks) out.add(keyId(x.key));
-  for (const x of c.sets) out.add(keyId(x.key));
-  for (const k of c.deletes) out.add(keyId(k));
-  return [...out];
+  const out: string[] = [];
+  for (const x of c.checks) out.push(keyId(x.key));
+  for (const x of c.sets) out.push(keyId(x.key));
+  for (const k of c.deletes) out.push(keyId(k));
+  return out;
 }
 
 function overlaps(keys: readonly string[], used: ReadonlySet<string>): boolean {

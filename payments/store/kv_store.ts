@@ -6,13 +6,13 @@
  * concurrent reads share round trips ({@link ReadBatcher}).
  *
  * Key layout:
- * `["card", customer, id]`, `["bank", customer, id]`, `["charge", id]`,
- * `["charge_view", version, id]` → the charge's response as UTF-8 JSON
- * (written in the same commit as the charge; read through a
- * {@link ViewCache}), `["view_epoch"]` → a counter every commit changing an
- * existing `charge_view` adds 1 to, `["charge_req", requestId]` →
- * charge id, `["refund", charge, id]`, `["void", id]`, `["echeck", id]`,
- * `["token", id]` (15 min), `["idem", requestId]` → stored response (24 h).
+ * `["card", customer, id]`, `["bank", customer, id]`, `["charge", id]`
+ * (read by get-charge through a {@link ViewCache}), `["view_epoch"]` → a
+ * counter every commit changing an existing `["charge", id]` adds 1 to,
+ * `["charge_req", requestId]` → charge id, `["refund", charge, id]`,
+ * `["void", id]`, `["echeck", id]`, `["token", id]` (15 min),
+ * `["idem", requestId]` → stored response (24 h). Stores written by earlier
+ * versions also hold `["charge_view", version, id]` keys, no longer read.
  *
  * @module
  */
@@ -45,7 +45,7 @@ export interface IdempotencyRecord {
 export const VIEW_EPOCH_KEY: Deno.KvKey = ["view_epoch"];
 
 /** First key part of the values read through the view cache. */
-export const VIEW_PREFIX = "charge_view";
+export const VIEW_PREFIX = "charge";
 
 /** What one attempt of a change wants to commit. */
 export interface CommitPlan {
@@ -56,9 +56,9 @@ export interface CommitPlan {
   /** Keys to delete. */
   deletes?: Deno.KvKey[];
   /**
-   * True when every view this plan writes is of a resource the commit
-   * creates (no reader can have it cached, so the view epoch stays). By
-   * default a plan writing a view bumps the epoch.
+   * True when every key under {@link VIEW_PREFIX} this plan writes is of a
+   * resource the commit creates (no reader can have it cached, so the view
+   * epoch stays). By default a plan writing such a key bumps the epoch.
    */
   newViews?: boolean;
   /** Response status. */
@@ -128,11 +128,13 @@ export class PaymentsStore {
   }
 
   /**
-   * Read a stored view (a key under {@link VIEW_PREFIX}) through the view
-   * cache: as fresh as {@link get}, including writes of other processes.
+   * Read a key under {@link VIEW_PREFIX} through the view cache, as
+   * `derive(value)`: as fresh as {@link get}, including writes of other
+   * processes; null when absent. Every read of a key must use the same
+   * `derive` (its result is what is cached).
    */
-  getView<T>(key: Deno.KvKey): Promise<T | null> {
-    return this.#views.get<T>(key);
+  getView<T>(key: Deno.KvKey, derive: (value: unknown) => T): Promise<T | null> {
+    return this.#views.get<T>(key, derive);
   }
 
   /** Read one key (concurrent reads share KV round trips, see {@link ReadBatcher}). */

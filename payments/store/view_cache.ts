@@ -16,7 +16,10 @@
  *   and the batch's snapshot, so it is the current value, including changes
  *   committed by other processes; otherwise the read goes again, uncached;
  * - a newer epoch empties the cache; absent keys are not cached (a value
- *   created later needs no bump).
+ *   created later needs no bump);
+ * - what is kept is the value passed through the reader's `derive` (e.g. a
+ *   record turned into the JSON response it answers), so a hit decodes and
+ *   builds nothing.
  *
  * The contract for writers: a commit that changes or deletes a value under a
  * cached key must also `sum(epochKey, 1n)`; a commit creating the key needs
@@ -26,10 +29,11 @@
  * ```ts
  * const kv = await Deno.openKv(":memory:");
  * const views = new ViewCache(kv, ["view_epoch"]);
- * await kv.set(["view", "a"], new Uint8Array([1]));
- * const a = await views.get<Uint8Array>(["view", "a"]); // read from KV, cached
- * await kv.atomic().set(["view", "a"], new Uint8Array([2])).sum(["view_epoch"], 1n).commit();
- * const b = await views.get<Uint8Array>(["view", "a"]); // the new value
+ * const toJson = (v: unknown) => JSON.stringify(v);
+ * await kv.set(["rec", "a"], { n: 1 });
+ * const a = await views.get(["rec", "a"], toJson); // read from KV, '{"n":1}' cached
+ * await kv.atomic().set(["rec", "a"], { n: 2 }).sum(["view_epoch"], 1n).commit();
+ * const b = await views.get(["rec", "a"], toJson); // '{"n":2}'
  * ```
  *
  * @module
@@ -42,12 +46,14 @@ export const MAX_MISSES = 9;
 
 interface Cached {
   epoch: bigint;
+  /** The derived value (see {@link ViewCache.get}). */
   value: unknown;
 }
 
 interface Pending {
   key: Deno.KvKey;
   id: string;
+  derive: (value: unknown) => unknown;
   resolve: (v: unknown) => void;
   reject: (err: unknown) => void;
   /** The cached entry this read hopes to be served from (set when batched). */
@@ -96,10 +102,20 @@ export class ViewCache {
     return this.#cache.size;
   }
 
-  /** The current value at `key`, or null when absent (strongly consistent). */
-  get<T>(key: Deno.KvKey): Promise<T | null> {
+  /**
+   * The current value at `key` passed through `derive`, or null when the key
+   * is absent (strongly consistent). What is cached is the derived value, so
+   * a hit costs no decoding: every read of a key must use the same `derive`.
+   */
+  get<T>(key: Deno.KvKey, derive: (value: unknown) => T = (v) => v as T): Promise<T | null> {
     return new Promise<T | null>((resolve, reject) => {
-      this.#queue.add({ key, id: keyId(key), resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.add({
+        key,
+        id: keyId(key),
+        derive,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
     });
   }
 
@@ -136,7 +152,11 @@ export class ViewCache {
         if (batch.length === 1) return batch[0].reject(err);
         // Keep one bad key (e.g. too large) from failing its neighbours:
         // each read goes alone, uncached.
-        for (const p of batch) this.#kv.get(p.key).then((e) => p.resolve(e.value), p.reject);
+        for (const p of batch) {
+          this.#kv.get(p.key)
+            .then((e) => e.value === null ? null : p.derive(e.value))
+            .then(p.resolve, p.reject);
+        }
       },
     );
   }
@@ -150,15 +170,27 @@ export class ViewCache {
       this.#epoch = epoch;
     }
     const read = new Map<string, unknown>();
+    const failed = new Map<string, unknown>();
     for (let i = 0; i < missIds.length; i++) {
-      const value = entries[i + 1].value;
+      const stored = entries[i + 1].value;
+      let value: unknown = null;
+      if (stored !== null) {
+        try {
+          value = batch.find((p) => p.id === missIds[i])!.derive(stored);
+        } catch (err) {
+          // Only the reads of this key fail.
+          failed.set(missIds[i], err);
+          continue;
+        }
+      }
       read.set(missIds[i], value);
       // A batch that completed after a newer one must not fill the cache.
       if (value !== null && epoch === this.#epoch) this.#remember(missIds[i], { epoch, value });
     }
     const again: Pending[] = [];
     for (const p of batch) {
-      if (p.hit === undefined) p.resolve(read.get(p.id) ?? null);
+      if (failed.has(p.id)) p.reject(failed.get(p.id));
+      else if (p.hit === undefined) p.resolve(read.get(p.id) ?? null);
       else if (p.hit.epoch === epoch) p.resolve(p.hit.value);
       else again.push(p);
     }

@@ -134,3 +134,35 @@ Deno.test("ViewCache: one bad key fails alone, not its batch", async () => {
   assert.equal(failed.status, "rejected");
   kv.close();
 });
+
+Deno.test("ViewCache: keeps the derived value; derive runs once per value read from the store", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await kv.set(["rec", "a"], { n: 1 });
+  await kv.set(["rec", "bad"], { n: -1 });
+  const views = new ViewCache(kv, EPOCH);
+  let derived = 0;
+  const toJson = (v: unknown) => {
+    derived++;
+    if ((v as { n: number }).n < 0) throw new Error("cannot derive");
+    return JSON.stringify(v);
+  };
+  const [a, a2, bad, none] = await Promise.allSettled([
+    views.get(["rec", "a"], toJson),
+    views.get(["rec", "a"], toJson),
+    views.get(["rec", "bad"], toJson),
+    views.get(["rec", "none"], toJson),
+  ]);
+  assert.deepEqual(a, { status: "fulfilled", value: '{"n":1}' });
+  assert.deepEqual(a2, a);
+  // A derive that throws fails the reads of its key only; absent is null, not derived.
+  assert.equal(bad.status, "rejected");
+  assert.deepEqual(none, { status: "fulfilled", value: null });
+  assert.equal(derived, 2);
+  // A hit derives nothing; a change (with its bump) is derived again.
+  assert.equal(await views.get(["rec", "a"], toJson), '{"n":1}');
+  assert.equal(derived, 2);
+  await change(kv, ["rec", "a"], { n: 2 });
+  assert.equal(await views.get(["rec", "a"], toJson), '{"n":2}');
+  assert.equal(derived, 3);
+  kv.close();
+});
