@@ -87,6 +87,16 @@ function chargeViewOf(record: ChargeRecord): { body: unknown; json: string } {
   return { body, json: JSON.stringify(body) };
 }
 
+/**
+ * The response of a charge that the previous version stored beside it. It
+ * is no longer read or written here; a change of the charge deletes it, so
+ * that a process of that version sharing the store (a rolling upgrade) does
+ * not answer from a stale copy.
+ */
+function legacyViewKey(id: string): Deno.KvKey {
+  return ["charge_view", 1, id];
+}
+
 /** The response of get-charge, as JSON text (what the view cache keeps). */
 function chargeJson(record: unknown): string {
   return JSON.stringify(chargeView(record as ChargeRecord));
@@ -416,6 +426,7 @@ export class PaymentsService {
           return {
             checks: [e],
             sets: [{ key: ["charge", id], value: next }],
+            deletes: [legacyViewKey(id)],
             status: 200,
             body: view.body,
             json: view.json,
@@ -459,6 +470,7 @@ export class PaymentsService {
               { key: ["charge", id], value: out.charge },
               { key: ["refund", id, record.id], value: record },
             ],
+            deletes: [legacyViewKey(id)],
             status: 201,
             body: refundView(record),
           };
@@ -503,6 +515,7 @@ export class PaymentsService {
               { key: ["charge", e.value.id], value: out.charge },
               { key: ["void", record.id], value: record },
             ],
+            deletes: [legacyViewKey(e.value.id)],
             status: 201,
             body: voidView(record),
           };
