@@ -139,11 +139,12 @@ export class CommitBatcher {
     const used = new Set<string>();
     let checks = 0;
     let mutations = 0;
-    for (const p of queue) {
+    let i = 0;
+    for (; i < queue.length && batch.length < this.#maxChanges; i++) {
+      const p = queue[i];
       const c = p.change;
       const m = c.sets.length + c.deletes.length + (c.sums?.length ?? 0);
       const fits = batch.length === 0 || (
-        batch.length < this.#maxChanges &&
         checks + c.checks.length <= this.#maxChecks &&
         mutations + m <= this.#maxMutations &&
         !overlaps(p.keys, used)
@@ -159,6 +160,8 @@ export class CommitBatcher {
       mutations += m;
       for (const k of p.keys) used.add(k);
     }
+    // A full batch: the others wait, in order, without being looked at.
+    for (; i < queue.length; i++) rest.push(queue[i]);
     return [batch, rest];
   }
 
