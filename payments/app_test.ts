@@ -132,7 +132,7 @@ Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer se
   assert.ok(doc.components.schemas.Charge);
   assert.ok(doc.components.schemas.Errors);
   // every operation is routed by the app (no doc-only routes)
-  assert.equal(ALL_ENDPOINTS.length, 17);
+  assert.equal(ALL_ENDPOINTS.length, 18);
   for (const ep of ALL_ENDPOINTS) assert.ok(!honoPath(ep.route.path).includes("{"));
   h.close();
 });

@@ -1,15 +1,22 @@
 /**
- * Bank account routes: create, get, list, delete.
+ * Bank account routes: create, get, list, delete. The spec lists the delete
+ * on the collection path with the account id "supplied by the client call";
+ * both forms are served: `DELETE .../bank-accounts/{bankAccountId}` and
+ * `DELETE .../bank-accounts` with the id as `?bankAccountId=` (or `?id=`) or
+ * in a JSON body `{"bankAccountId": ...}` (or `{"id": ...}`).
  *
  * @module
  */
 import * as S from "../../shared/payments_schemas.ts";
+import { PaymentsError } from "../domain/errors.ts";
 import {
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
+  type HandlerContext,
   jsonBody,
   jsonResponse,
+  MAX_ID_LENGTH,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -18,6 +25,37 @@ import {
 
 const Customer = z.object({ customerId: z.string() });
 const CustomerAccount = z.object({ customerId: z.string(), bankAccountId: z.string() });
+const AccountIdQuery = z.object({
+  bankAccountId: z.string().optional().openapi({ description: "The account to delete" }),
+  id: z.string().optional().openapi({ description: "Same as bankAccountId" }),
+});
+const AccountIdBody = z.object({
+  bankAccountId: z.string().optional(),
+  id: z.string().optional(),
+}).openapi("BankAccountDeleteRequest");
+
+/**
+ * The account id of a delete on the collection: from the query or the JSON
+ * body (`bankAccountId` or `id`). Several different values are 400; none is
+ * 400 `bankAccountId is required.`.
+ */
+async function accountIdOf({ c }: HandlerContext): Promise<string> {
+  const found = new Set<unknown>();
+  for (const name of ["bankAccountId", "id"]) {
+    const v = c.req.query(name);
+    if (v !== undefined && v !== "") found.add(v);
+  }
+  const body = await readJson(c) as Record<string, unknown> | undefined;
+  for (const name of ["bankAccountId", "id"]) {
+    const v = body?.[name];
+    if (v !== undefined && v !== null && v !== "") found.add(v);
+  }
+  if (found.size === 0) throw PaymentsError.required("bankAccountId");
+  const [id] = found;
+  if (found.size > 1 || typeof id !== "string") throw PaymentsError.invalid("bankAccountId");
+  if (id.length > MAX_ID_LENGTH) throw PaymentsError.notFound("bankAccountId");
+  return id;
+}
 
 /** Bank account endpoints. */
 export const bankAccountEndpoints: Endpoint[] = [
@@ -75,5 +113,24 @@ export const bankAccountEndpoints: Endpoint[] = [
     }),
     handle: ({ c, svc }) =>
       svc.deleteBankAccount(c.req.param("customerId")!, c.req.param("bankAccountId")!),
+  },
+  {
+    route: createRoute({
+      method: "delete",
+      path: "/customers/{customerId}/bank-accounts",
+      operationId: "deleteBankAccountById",
+      tags: ["Bank accounts"],
+      summary: "Delete a stored bank account named in the query or the body",
+      description: "The form the spec lists: the account id travels as `?bankAccountId=` " +
+        '(or `?id=`) or in a JSON body `{"bankAccountId": "..."}` (or `{"id": "..."}`).',
+      request: {
+        params: Customer,
+        query: AccountIdQuery,
+        body: { ...jsonBody(AccountIdBody, "The account to delete"), required: false },
+      },
+      responses: { 200: jsonResponse(S.BankAccountDeleted, "Deleted"), ...ERROR_RESPONSES },
+    }),
+    handle: async (h) =>
+      h.svc.deleteBankAccount(h.c.req.param("customerId")!, await accountIdOf(h)),
   },
 ];

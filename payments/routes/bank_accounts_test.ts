@@ -51,3 +51,46 @@ Deno.test("bank accounts: a new default account clears default on the others", a
   assert.equal(got.body.default, false);
   h.close();
 });
+
+Deno.test("bank accounts: delete on the collection path takes the id from the query or the body", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const ids: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    ids.push((await h.req("POST", "customers/q/bank-accounts", BANK)).body.id);
+  }
+  const forms = [
+    () => h.req("DELETE", `customers/q/bank-accounts?bankAccountId=${ids[0]}`),
+    () => h.req("DELETE", `customers/q/bank-accounts?id=${ids[1]}`),
+    () => h.req("DELETE", "customers/q/bank-accounts", { bankAccountId: ids[2] }),
+    () => h.req("DELETE", "customers/q/bank-accounts", { id: ids[3] }),
+  ];
+  for (const [i, del] of forms.entries()) {
+    const r = await del();
+    assert.equal(r.status, 200, `form ${i}`);
+    S.BankAccountDeleted.strict().parse(r.body);
+    assert.equal((await h.req("GET", `customers/q/bank-accounts/${ids[i]}`)).status, 404);
+  }
+  assert.deepEqual((await h.req("GET", "customers/q/bank-accounts")).body, []);
+  // Already gone, or never existed: 404.
+  const gone = await h.req("DELETE", `customers/q/bank-accounts?id=${ids[0]}`);
+  assert.equal(gone.status, 404);
+  assert.equal(gone.body.errors[0].code, "PMT-4000");
+  // No id: 400 required; two different ids or a non-string: 400 invalid.
+  const none = await h.req("DELETE", "customers/q/bank-accounts");
+  assert.equal(none.status, 400);
+  assert.equal(none.body.errors[0].code, "PMT-4002");
+  assert.equal(none.body.errors[0].message, "bankAccountId is required.");
+  const two = await h.req("DELETE", "customers/q/bank-accounts?id=a", { bankAccountId: "b" });
+  assert.equal(two.status, 400);
+  assert.equal(two.body.errors[0].message, "bankAccountId is invalid.");
+  const num = await h.req("DELETE", "customers/q/bank-accounts", { id: 7 });
+  assert.equal(num.status, 400);
+  // Same id in both places is fine (still 404 here: nothing by that id).
+  assert.equal((await h.req("DELETE", "customers/q/bank-accounts?id=x", { id: "x" })).status, 404);
+  // Without a token: 401 before anything else.
+  const anon = await h.req("DELETE", `customers/q/bank-accounts?id=${ids[0]}`, undefined, {
+    authorization: "",
+  });
+  assert.equal(anon.status, 401);
+  h.close();
+});
