@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { ErrorEnvelope, Health } from "../shared/payments_schemas.ts";
 import { ALL_ENDPOINTS, createApp } from "./app.ts";
 import { honoPath } from "./routes/_endpoint.ts";
@@ -115,7 +116,7 @@ Deno.test("extra base paths serve the same API; state is shared", async () => {
   h.close();
 });
 
-Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer security", async () => {
+Deno.test("OpenAPI: a valid 3.1 document listing every route and operation, bearer security", async () => {
   const h = harness(await Deno.openKv(":memory:"));
   const r = await h.req("GET", "/openapi.json", undefined, { authorization: "" });
   assert.equal(r.status, 200);
@@ -131,6 +132,13 @@ Deno.test("OpenAPI: parses, is 3.1.x, lists every route and operation, bearer se
   assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
   assert.ok(doc.components.schemas.Charge);
   assert.ok(doc.components.schemas.Errors);
+  // Valid against the OpenAPI 3.1 JSON schema; the validator does reject a broken document.
+  const validator = new Validator();
+  assert.deepEqual(await validator.validate(structuredClone(doc)), { valid: true });
+  assert.equal(validator.version, "3.1");
+  const broken = structuredClone(doc);
+  delete broken.info;
+  assert.equal((await new Validator().validate(broken)).valid, false);
   // every operation is routed by the app (no doc-only routes)
   assert.equal(ALL_ENDPOINTS.length, 18);
   for (const ep of ALL_ENDPOINTS) assert.ok(!honoPath(ep.route.path).includes("{"));
