@@ -42,8 +42,7 @@ const AccountIdBody = z.object({
 async function accountIdOf({ c }: HandlerContext): Promise<string> {
   const found = new Set<unknown>();
   for (const name of ["bankAccountId", "id"]) {
-    const v = c.req.query(name);
-    if (v !== undefined && v !== "") found.add(v);
+    for (const v of c.req.queries(name) ?? []) if (v !== "") found.add(v);
   }
   const body = await readJson(c) as Record<string, unknown> | undefined;
   for (const name of ["bankAccountId", "id"]) {

@@ -80,9 +80,13 @@ Deno.test("bank accounts: delete on the collection path takes the id from the qu
   assert.equal(none.status, 400);
   assert.equal(none.body.errors[0].code, "PMT-4002");
   assert.equal(none.body.errors[0].message, "bankAccountId is required.");
-  const two = await h.req("DELETE", "customers/q/bank-accounts?id=a", { bankAccountId: "b" });
-  assert.equal(two.status, 400);
-  assert.equal(two.body.errors[0].message, "bankAccountId is invalid.");
+  for (
+    const [query, body] of [["?id=a", { bankAccountId: "b" }], ["?id=a&id=b", undefined]] as const
+  ) {
+    const two = await h.req("DELETE", `customers/q/bank-accounts${query}`, body);
+    assert.equal(two.status, 400, query);
+    assert.equal(two.body.errors[0].message, "bankAccountId is invalid.");
+  }
   const num = await h.req("DELETE", "customers/q/bank-accounts", { id: 7 });
   assert.equal(num.status, 400);
   // Same id in both places is fine (still 404 here: nothing by that id).
