@@ -56,6 +56,8 @@ export interface PaymentsDeps {
   ids?: IdGenerator;
   /** Random bytes source; default `crypto.getRandomValues`. */
   random?: (b: Uint8Array) => void;
+  /** How long a commit waits for a database locked by another process; default 5 s. */
+  lockedWaitMs?: number;
 }
 
 /** Every endpoint of the API, relative to a base path. */
@@ -75,6 +77,8 @@ function normalizeBase(p: string): string {
 function errorResponse(err: PaymentsError): Response {
   const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
   if (err.status === 401) headers.set("www-authenticate", 'Bearer realm="payments"');
+  // Storage busy or contended: worth trying again shortly (RFC 9110 §10.2.3).
+  if (err.status === 503 && err.retryable) headers.set("retry-after", "1");
   return new Response(JSON.stringify(err.toEnvelope()), { status: err.status, headers });
 }
 
@@ -123,7 +127,10 @@ export function createApp(deps: PaymentsDeps): Hono {
   const random = deps.random ?? ((b: Uint8Array) => void crypto.getRandomValues(b));
   const now = deps.now ?? (() => new Date());
   const svc = new PaymentsService({
-    store: new PaymentsStore(deps.kv, { maxChecksPerCommit: deps.maxChecksPerCommit }),
+    store: new PaymentsStore(deps.kv, {
+      maxChecksPerCommit: deps.maxChecksPerCommit,
+      lockedWaitMs: deps.lockedWaitMs,
+    }),
     now,
     ids: deps.ids ?? createIdGenerator(() => now().getTime(), random),
     random,

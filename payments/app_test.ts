@@ -210,3 +210,31 @@ Deno.test("a body without Content-Length is streamed: chunks join into one JSON 
   assert.equal((await res.json()).amount, "1.00");
   h.close();
 });
+
+Deno.test("a write the store cannot commit for a locked database is 503 with Retry-After, nothing stored", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const locked = Object.create(kv) as Deno.Kv;
+  locked.atomic = () => {
+    const op = kv.atomic();
+    op.commit = () => Promise.reject(new TypeError("database is locked"));
+    return op;
+  };
+  const app = createApp({ kv: locked, tokens: ["t"], lockedWaitMs: 20 });
+  const res = await app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: "Bearer t", "content-type": "application/json" },
+    body: JSON.stringify({
+      amount: "1.00",
+      currency: "USD",
+      card: { number: "4111111111111111", expMonth: 12, expYear: 2039, cvc: "123" },
+    }),
+  });
+  assert.equal(res.status, 503);
+  assert.equal(res.headers.get("retry-after"), "1");
+  const body = ErrorEnvelope.parse(await res.json());
+  assert.equal(body.errors[0].code, "PMT-6000");
+  let stored = 0;
+  for await (const _ of kv.list({ prefix: [] })) stored++;
+  assert.equal(stored, 0);
+  kv.close();
+});

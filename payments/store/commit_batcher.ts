@@ -14,6 +14,13 @@
  * A change's promise settles only once its commit is done, so an
  * acknowledged change is as durable as with `kv.atomic().commit()` alone.
  *
+ * Several processes may share one SQLite file. SQLite lets one connection
+ * write at a time, and Deno KV does not wait for the lock: a commit made
+ * while another process commits fails with "database is locked", having
+ * written nothing. Such a commit is tried again after a short random pause,
+ * for up to {@link CommitBatcherOptions.lockedWaitMs}, before its changes
+ * fail with that error ({@link isDatabaseLocked}).
+ *
  * @example
  * ```ts
  * const kv = await Deno.openKv(":memory:");
@@ -55,6 +62,16 @@ export interface CommitBatcherOptions {
   maxMutations?: number;
   /** Shared commits in flight at once before changes wait; default 1. */
   maxInFlight?: number;
+  /** How long a commit keeps trying while the database is locked; default 5,000 ms. */
+  lockedWaitMs?: number;
+}
+
+/**
+ * True for the error of a commit that found the SQLite database locked by
+ * another connection (another process on the same file); nothing was written.
+ */
+export function isDatabaseLocked(err: unknown): boolean {
+  return err instanceof Error && /database is locked/i.test(err.message);
 }
 
 interface Pending {
@@ -102,6 +119,7 @@ export class CommitBatcher {
   readonly #maxChanges: number;
   #maxChecks: number;
   readonly #maxMutations: number;
+  readonly #lockedWaitMs: number;
   readonly #queue: BatchQueue<Pending, Pending[]>;
 
   /** Wrap a KV handle. */
@@ -116,6 +134,7 @@ export class CommitBatcher {
     });
     this.#maxChecks = options.maxChecks ?? 100;
     this.#maxMutations = options.maxMutations ?? 1000;
+    this.#lockedWaitMs = options.lockedWaitMs ?? 5_000;
   }
 
   /** Commit one change; true when committed, false when one of its checks failed. */
@@ -126,10 +145,25 @@ export class CommitBatcher {
     });
   }
 
-  async #commitAlone(change: AtomicChange): Promise<boolean> {
-    const atomic = this.#kv.atomic();
-    addTo(atomic, change);
-    return (await atomic.commit()).ok;
+  #commitAlone(change: AtomicChange): Promise<boolean> {
+    return this.#commitAll([change]);
+  }
+
+  /** One `kv.atomic()` of all the changes; tried again while the database is locked. */
+  async #commitAll(changes: readonly AtomicChange[]): Promise<boolean> {
+    const start = performance.now();
+    for (let attempt = 0;; attempt++) {
+      const atomic = this.#kv.atomic();
+      for (const c of changes) addTo(atomic, c);
+      try {
+        return (await atomic.commit()).ok;
+      } catch (err) {
+        if (!isDatabaseLocked(err) || performance.now() - start >= this.#lockedWaitMs) throw err;
+      }
+      // Another process holds the lock for about one commit: a few ms.
+      const pause = Math.random() * Math.min(1 + 2 * attempt, 20);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 
   /** The next batch of the queue: disjoint keys, within the limits, in order; and the rest. */
@@ -174,10 +208,13 @@ export class CommitBatcher {
     let shared: boolean;
     let threw = false;
     try {
-      const atomic = this.#kv.atomic();
-      for (const p of batch) addTo(atomic, p.change);
-      shared = (await atomic.commit()).ok;
-    } catch {
+      shared = await this.#commitAll(batch.map((p) => p.change));
+    } catch (err) {
+      if (isDatabaseLocked(err)) {
+        // Locked for the whole wait: committing each alone would wait again.
+        for (const p of batch) p.reject(err);
+        return;
+      }
       shared = false;
       threw = true;
     }

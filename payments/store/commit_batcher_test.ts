@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { CommitBatcher, keyId } from "./commit_batcher.ts";
+import { CommitBatcher, isDatabaseLocked, keyId } from "./commit_batcher.ts";
 
 function counting(kv: Deno.Kv) {
   const commits: number[] = []; // checks per commit call
@@ -172,5 +172,56 @@ Deno.test("CommitBatcher: a store refusing big shared commits gets smaller ones"
   );
   assert.deepEqual(second, Array(8).fill(true));
   assert.ok(c.commits.every((n) => n <= 4), JSON.stringify(c.commits));
+  kv.close();
+});
+
+/** A KV handle whose next `locked` commits fail as SQLite does when another process holds the lock. */
+function lockedFor(kv: Deno.Kv, locked: number) {
+  const state = { locked, attempts: 0 };
+  const wrapped = Object.create(kv) as Deno.Kv;
+  wrapped.atomic = () => {
+    const op = kv.atomic();
+    const commit = op.commit.bind(op);
+    op.commit = () => {
+      state.attempts++;
+      if (state.locked-- > 0) return Promise.reject(new TypeError("database is locked"));
+      return commit();
+    };
+    return op;
+  };
+  return { kv: wrapped, state };
+}
+
+Deno.test("CommitBatcher: a commit finding the database locked is tried again, and then commits", async () => {
+  const kv = await Deno.openKv(":memory:");
+  for (const maxChanges of [1, 16]) {
+    const l = lockedFor(kv, 5);
+    const commits = new CommitBatcher(l.kv, { maxChanges });
+    const ok = await Promise.all([
+      commits.commit(isNew(["locked", maxChanges, 1])),
+      commits.commit(isNew(["locked", maxChanges, 2])),
+    ]);
+    assert.deepEqual(ok, [true, true]);
+    assert.ok(l.state.attempts >= 6);
+    assert.equal((await kv.get(["locked", maxChanges, 2])).value, 1);
+  }
+  kv.close();
+});
+
+Deno.test("CommitBatcher: a database locked for the whole wait fails with that error, having written nothing", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const l = lockedFor(kv, Infinity);
+  const commits = new CommitBatcher(l.kv, { lockedWaitMs: 50 });
+  const started = performance.now();
+  const results = await Promise.allSettled([
+    commits.commit(isNew(["never", 1])),
+    commits.commit(isNew(["never", 2])),
+  ]);
+  assert.ok(results.every((r) => r.status === "rejected" && isDatabaseLocked(r.reason)));
+  assert.ok(performance.now() - started < 2_000);
+  assert.equal((await kv.get(["never", 1])).versionstamp, null);
+  assert.equal(isDatabaseLocked(new TypeError("database is locked")), true);
+  assert.equal(isDatabaseLocked(new TypeError("Value too large")), false);
+  assert.equal(isDatabaseLocked("database is locked"), false);
   kv.close();
 });

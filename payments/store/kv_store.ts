@@ -18,7 +18,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { PaymentsError } from "../domain/errors.ts";
-import { CommitBatcher } from "./commit_batcher.ts";
+import { type AtomicChange, CommitBatcher, isDatabaseLocked } from "./commit_batcher.ts";
 import { ReadBatcher } from "./read_batcher.ts";
 import { ViewCache } from "./view_cache.ts";
 
@@ -115,7 +115,13 @@ export class PaymentsStore {
    */
   constructor(
     kv: Deno.Kv,
-    options?: { maxAttempts?: number; maxChangesPerCommit?: number; maxChecksPerCommit?: number },
+    options?: {
+      maxAttempts?: number;
+      maxChangesPerCommit?: number;
+      maxChecksPerCommit?: number;
+      /** How long a commit waits for a database locked by another process; default 5 s. */
+      lockedWaitMs?: number;
+    },
   ) {
     this.kv = kv;
     this.maxAttempts = options?.maxAttempts ?? 200;
@@ -123,6 +129,7 @@ export class PaymentsStore {
     this.#commits = new CommitBatcher(kv, {
       maxChanges: options?.maxChangesPerCommit,
       maxChecks: options?.maxChecksPerCommit,
+      lockedWaitMs: options?.lockedWaitMs,
     });
     this.#views = new ViewCache(kv, VIEW_EPOCH_KEY);
   }
@@ -163,9 +170,23 @@ export class PaymentsStore {
     for (let i = 0; i < this.maxAttempts; i++) {
       const cur = await this.get(key);
       if (cur.versionstamp === null) return false;
-      if (await this.#commits.commit({ checks: [cur], sets: [], deletes: [key] })) return true;
+      if (await this.#commit({ checks: [cur], sets: [], deletes: [key] })) return true;
     }
     throw PaymentsError.system("storage contention", 503);
+  }
+
+  /**
+   * Commit one change (see {@link CommitBatcher}); a database another process
+   * kept locked for the whole wait is 503, worth a retry.
+   */
+  async #commit(change: AtomicChange): Promise<boolean> {
+    try {
+      return await this.#commits.commit(change);
+    } catch (err) {
+      if (!isDatabaseLocked(err)) throw err;
+      log.warn("commit gave up: the database stayed locked by another process");
+      throw PaymentsError.system("storage busy (database locked); retry the request", 503);
+    }
   }
 
   async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {
@@ -220,7 +241,7 @@ export class PaymentsStore {
       }
       const bumps = !plan.newViews && sets.some((x) => x.key[0] === VIEW_PREFIX);
       const sums = bumps ? [{ key: VIEW_EPOCH_KEY, n: 1n }] : undefined;
-      if (await this.#commits.commit({ checks, sets, deletes: plan.deletes ?? [], sums })) {
+      if (await this.#commit({ checks, sets, deletes: plan.deletes ?? [], sums })) {
         return {
           status: plan.status,
           body: plan.body,

@@ -120,3 +120,26 @@ Deno.test("deleteIfExists and listNewestFirst", async () => {
   assert.equal(await store.deleteIfExists(["l", "a"]), false);
   kv.close();
 });
+
+Deno.test("change: a database another process keeps locked is 503 (retryable), not a 500", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const locked = Object.create(kv) as Deno.Kv;
+  locked.atomic = () => {
+    const op = kv.atomic();
+    op.commit = () => Promise.reject(new TypeError("database is locked"));
+    return op;
+  };
+  const store = new PaymentsStore(locked, { lockedWaitMs: 20 });
+  const err = await store.change({
+    requestId: "busy",
+    op: "op",
+    plan: () =>
+      Promise.resolve({ checks: [], sets: [{ key: ["b"], value: 1 }], status: 201, body: {} }),
+  }).then(() => undefined, (e) => e);
+  assert.ok(err instanceof PaymentsError);
+  assert.equal(err.status, 503);
+  assert.equal(err.retryable, true);
+  assert.equal(err.toEnvelope().errors[0].code, "PMT-6000");
+  assert.equal((await kv.get(["b"])).versionstamp, null);
+  kv.close();
+});

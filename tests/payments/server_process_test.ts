@@ -232,3 +232,51 @@ Deno.test("e2e: two processes on one KV file: each reads the other's changes at 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("e2e: two processes writing one KV file at once: every write succeeds (a locked database is waited for, not a 500)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "payments-contended-" });
+  const args = ["--port", "0", "--kv", `${dir}/payments.kv`, "--token", TOKEN];
+  const servers = await Promise.all([spawnServer(args), spawnServer(args)]);
+  const client = Deno.createHttpClient({ http1: false, http2: true });
+  try {
+    // 2 processes × 40 concurrent clients × 5 charges each, each captured
+    // through one process and read back through the other.
+    const results = await Promise.all(
+      servers.flatMap((srv) =>
+        Array.from({ length: 40 }, async () => {
+          const statuses: number[] = [];
+          for (let i = 0; i < 5; i++) {
+            const r = await call(client, srv.url, "POST", "payments/charges", {
+              amount: "1.00",
+              currency: "USD",
+              card: CARD,
+            });
+            statuses.push(r.status);
+            if (r.status !== 201) continue;
+            const cap = await call(
+              client,
+              srv.url,
+              "POST",
+              `payments/charges/${r.body.id}/capture`,
+              {},
+            );
+            statuses.push(cap.status);
+            // Read back through the other process.
+            const other = servers[(servers.indexOf(srv) + 1) % servers.length];
+            const got = await call(client, other.url, "GET", `payments/charges/${r.body.id}`);
+            statuses.push(got.status === 200 && got.body.status === "CAPTURED" ? 200 : got.status);
+          }
+          return statuses;
+        })
+      ),
+    );
+    const flat = results.flat();
+    const failed = flat.filter((s) => s !== 201 && s !== 200);
+    assert.deepEqual(failed, [], `${failed.length} of ${flat.length} writes failed`);
+    assert.equal(flat.length, 2 * 40 * 5 * 3);
+  } finally {
+    client.close();
+    await Promise.all(servers.map((s) => s.stop()));
+    await Deno.remove(dir, { recursive: true });
+  }
+});
