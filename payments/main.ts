@@ -37,6 +37,41 @@ export async function openKvAt(location: string): Promise<Deno.Kv> {
   return await Deno.openKv(location);
 }
 
+/** A startup failure already described for the operator. */
+class StartupError extends Error {}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function openStore(location: string): Promise<Deno.Kv> {
+  try {
+    return await openKvAt(location);
+  } catch (err) {
+    throw new StartupError(`cannot open the KV store ${location}: ${messageOf(err)}`);
+  }
+}
+
+async function readPem(flag: string, path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (err) {
+    throw new StartupError(`cannot read ${flag} ${path}: ${messageOf(err)}`);
+  }
+}
+
+/** One line saying why the server could not start. */
+function startupProblem(err: unknown, hostname: string, port: number): string {
+  if (err instanceof StartupError) return err.message;
+  if (err instanceof Deno.errors.AddrInUse) {
+    return `cannot listen on ${hostname}:${port}: the address is already in use`;
+  }
+  if (err instanceof Deno.errors.AddrNotAvailable) {
+    return `cannot listen on ${hostname}:${port}: no such local address`;
+  }
+  return `cannot start: ${messageOf(err)}`;
+}
+
 const USAGE = `Usage: deno task payments [options]
   --hostname H        interface to bind (default 127.0.0.1)
   --port N            port, 0 = any free port (default 8081)
@@ -95,17 +130,23 @@ async function main(): Promise<number> {
   const envTokens = (Deno.env.get("PAYMENTS_TOKENS") ?? "").split(",").map((t) => t.trim())
     .filter((t) => t !== "");
   const tokens = [...(values.token ?? []), ...envTokens];
-  const server = await startPaymentsServer({
-    hostname: values.hostname,
-    port,
-    kv: () => openKvAt(values.kv),
-    // A KV Connect server refuses commits with more than 10 checks.
-    maxChecksPerCommit: isKvConnectUrl(values.kv) ? KV_CONNECT_MAX_CHECKS : undefined,
-    basePaths: values["base-path"],
-    tokens,
-    cert: values.cert ? await Deno.readTextFile(values.cert) : undefined,
-    key: values.key ? await Deno.readTextFile(values.key) : undefined,
-  });
+  let server;
+  try {
+    server = await startPaymentsServer({
+      hostname: values.hostname,
+      port,
+      kv: () => openStore(values.kv),
+      // A KV Connect server refuses commits with more than 10 checks.
+      maxChecksPerCommit: isKvConnectUrl(values.kv) ? KV_CONNECT_MAX_CHECKS : undefined,
+      basePaths: values["base-path"],
+      tokens,
+      cert: values.cert ? await readPem("--cert", values.cert) : undefined,
+      key: values.key ? await readPem("--key", values.key) : undefined,
+    });
+  } catch (err) {
+    console.error(`payments: ${startupProblem(err, values.hostname, port)}`);
+    return 1;
+  }
   if (server.generatedToken) console.log(`Generated bearer token: ${server.token}`);
   console.log(`Base paths: ${server.basePaths.join(" ")}`);
   console.log(`Listening on ${server.url}`);

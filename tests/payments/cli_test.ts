@@ -57,3 +57,31 @@ Deno.test("cli: PAYMENTS_TOKENS and a generated token", async () => {
     await b.stop();
   }
 });
+
+Deno.test("cli: a store, address or certificate it cannot use: one line saying which, exit 1", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "payments-cli-" });
+  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const cases: [string[], RegExp][] = [
+      [["--kv", "http://127.0.0.1:1"], /cannot open the KV store http:\/\/127\.0\.0\.1:1: /],
+      [["--kv", dir], /cannot open the KV store /],
+      [["--kv", ":memory:", "--port", String(busy.addr.port)], /address is already in use/],
+      [
+        ["--kv", ":memory:", "--port", "0", "--cert", `${dir}/no.pem`, "--key", `${dir}/no.pem`],
+        /cannot read --cert /,
+      ],
+    ];
+    for (const [args, expected] of cases) {
+      const r = await run(["--token", "t", ...args]);
+      assert.equal(r.code, 1, args.join(" "));
+      const lines = r.err.trim().split("\n");
+      assert.equal(lines.length, 1, r.err);
+      assert.match(lines[0], /^payments: /);
+      assert.match(lines[0], expected);
+      assert.doesNotMatch(r.err, /Uncaught|    at /);
+    }
+  } finally {
+    busy.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
