@@ -58,6 +58,8 @@ export interface PaymentsDeps {
   random?: (b: Uint8Array) => void;
   /** How long a commit waits for a database locked by another process; default 5 s. */
   lockedWaitMs?: number;
+  /** Longest wait for one store call before answering 503; default 10 s. */
+  storeDeadlineMs?: number;
 }
 
 /** Every endpoint of the API, relative to a base path. */
@@ -79,6 +81,7 @@ function errorResponse(err: PaymentsError): Response {
   if (err.status === 401) headers.set("www-authenticate", 'Bearer realm="payments"');
   // Storage busy or contended: worth trying again shortly (RFC 9110 §10.2.3).
   if (err.status === 503 && err.retryable) headers.set("retry-after", "1");
+  for (const [k, v] of Object.entries(err.headers ?? {})) headers.set(k, v);
   return new Response(JSON.stringify(err.toEnvelope()), { status: err.status, headers });
 }
 
@@ -130,6 +133,7 @@ export function createApp(deps: PaymentsDeps): Hono {
     store: new PaymentsStore(deps.kv, {
       maxChecksPerCommit: deps.maxChecksPerCommit,
       lockedWaitMs: deps.lockedWaitMs,
+      deadlineMs: deps.storeDeadlineMs,
     }),
     now,
     ids: deps.ids ?? createIdGenerator(() => now().getTime(), random),

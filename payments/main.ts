@@ -77,6 +77,8 @@ const USAGE = `Usage: deno task payments [options]
   --port N            port, 0 = any free port (default 8081)
   --kv LOC            KV file path, :memory:, or http(s):// KV Connect URL
                       (token in DENO_KV_ACCESS_TOKEN) (default ${DEFAULT_KV_PATH})
+  --kv-timeout MS     longest wait for one store call before answering 503
+                      (default 10000)
   --base-path P       API base path, may repeat (default /vendor/v4)
   --token T           accepted bearer token, may repeat (or PAYMENTS_TOKENS=a,b)
   --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
@@ -93,6 +95,7 @@ async function main(): Promise<number> {
         hostname: { type: "string", default: "127.0.0.1" },
         port: { type: "string", default: "8081" },
         kv: { type: "string", default: DEFAULT_KV_PATH },
+        "kv-timeout": { type: "string", default: "10000" },
         "base-path": { type: "string", multiple: true },
         token: { type: "string", multiple: true },
         cert: { type: "string" },
@@ -117,6 +120,11 @@ async function main(): Promise<number> {
     console.error(`--port must be an integer 0..65535, got ${values.port}`);
     return 2;
   }
+  const kvTimeout = Number(values["kv-timeout"]);
+  if (!Number.isInteger(kvTimeout) || kvTimeout < 1) {
+    console.error(`--kv-timeout must be a positive integer (ms), got ${values["kv-timeout"]}`);
+    return 2;
+  }
   if ((values.cert === undefined) !== (values.key === undefined)) {
     console.error("--cert and --key go together");
     return 2;
@@ -138,6 +146,7 @@ async function main(): Promise<number> {
       kv: () => openStore(values.kv),
       // A KV Connect server refuses commits with more than 10 checks.
       maxChecksPerCommit: isKvConnectUrl(values.kv) ? KV_CONNECT_MAX_CHECKS : undefined,
+      storeDeadlineMs: kvTimeout,
       basePaths: values["base-path"],
       tokens,
       cert: values.cert ? await readPem("--cert", values.cert) : undefined,

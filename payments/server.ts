@@ -29,6 +29,8 @@ export interface PaymentsServerOptions {
   kv: Deno.Kv | (() => Promise<Deno.Kv>);
   /** Most checks per commit (see `PaymentsDeps`); 10 for a KV Connect store. */
   maxChecksPerCommit?: number;
+  /** Longest wait for one store call before answering 503 (see `PaymentsDeps`); default 10 s. */
+  storeDeadlineMs?: number;
   /** Close the KV handle on shutdown; default true. */
   closeKv?: boolean;
   /** Base paths; default `["/vendor/v4"]`. */
@@ -85,6 +87,7 @@ export async function startPaymentsServer(
     basePaths,
     now: opts.now,
     maxChecksPerCommit: opts.maxChecksPerCommit,
+    storeDeadlineMs: opts.storeDeadlineMs,
   });
   const hostname = opts.hostname ?? "127.0.0.1";
   let server: Deno.HttpServer<Deno.NetAddr>;

@@ -325,64 +325,73 @@ export class PaymentsService {
       this.#applyTrigger(input.card.name, "card.number");
       cardFromInput = await cardSummaryFrom(input.card, now, "card");
     }
-    return reply(
-      await this.#d.store.change({
-        requestId: rid,
-        op: "createCharge",
-        plan: async (attempt) => {
-          // The Request-Id must not address another charge; the check in the
-          // commit enforces it, and a retry after a failed commit tells why.
-          const checks: Deno.AtomicCheck[] = [{ key: ["charge_req", rid], versionstamp: null }];
-          const deletes: Deno.KvKey[] = [];
-          let card = cardFromInput;
-          if (!card) {
-            const tok = await this.#liveToken(input.token!, "card");
-            this.#applyTrigger(tok.value.card!.name, "token");
-            card = tok.value.card!;
-            checks.push(tok);
-            deletes.push(tok.key);
-          }
-          if (attempt > 0) {
-            const prior = await this.#d.store.get(["charge_req", rid]);
-            if (prior.versionstamp !== null) throw PaymentsError.invalid("requestId");
-          }
-          const declined = triggerOf(card.name) === "decline";
-          const iso = now.toISOString();
-          const record: ChargeRecord = {
-            id: this.#d.ids("ch_"),
-            requestId: rid,
-            created: iso,
-            updated: iso,
-            amount,
-            currency: input.currency,
-            description: input.description ?? "",
-            capture: input.capture ?? false,
-            status: declined ? "DECLINED" : input.capture ? "CAPTURED" : "AUTHORIZED",
-            authCode: declined ? "" : randomCode(6, this.#d.random),
-            card,
-            context: contextFrom(input.context),
-            cardOnFile: input.cardOnFile ?? false,
-            refunded: 0,
-          };
-          checks.push({ key: ["charge", record.id], versionstamp: null });
-          const view = chargeViewOf(record);
-          return {
-            checks,
-            sets: [
-              { key: ["charge", record.id], value: record },
-              { key: ["charge_req", rid], value: record.id },
-            ],
-            deletes,
-            // The charge is new (its key is checked absent): no cache holds it.
-            newViews: true,
-            status: 201,
-            body: view.body,
-            json: view.json,
-            headers: { "Request-Id": rid },
-          };
-        },
-      }),
-    );
+    try {
+      return reply(
+        await this.#d.store.change({
+          requestId: rid,
+          op: "createCharge",
+          plan: async (attempt) => {
+            // The Request-Id must not address another charge; the check in the
+            // commit enforces it, and a retry after a failed commit tells why.
+            const checks: Deno.AtomicCheck[] = [{ key: ["charge_req", rid], versionstamp: null }];
+            const deletes: Deno.KvKey[] = [];
+            let card = cardFromInput;
+            if (!card) {
+              const tok = await this.#liveToken(input.token!, "card");
+              this.#applyTrigger(tok.value.card!.name, "token");
+              card = tok.value.card!;
+              checks.push(tok);
+              deletes.push(tok.key);
+            }
+            if (attempt > 0) {
+              const prior = await this.#d.store.get(["charge_req", rid]);
+              if (prior.versionstamp !== null) throw PaymentsError.invalid("requestId");
+            }
+            const declined = triggerOf(card.name) === "decline";
+            const iso = now.toISOString();
+            const record: ChargeRecord = {
+              id: this.#d.ids("ch_"),
+              requestId: rid,
+              created: iso,
+              updated: iso,
+              amount,
+              currency: input.currency,
+              description: input.description ?? "",
+              capture: input.capture ?? false,
+              status: declined ? "DECLINED" : input.capture ? "CAPTURED" : "AUTHORIZED",
+              authCode: declined ? "" : randomCode(6, this.#d.random),
+              card,
+              context: contextFrom(input.context),
+              cardOnFile: input.cardOnFile ?? false,
+              refunded: 0,
+            };
+            checks.push({ key: ["charge", record.id], versionstamp: null });
+            const view = chargeViewOf(record);
+            return {
+              checks,
+              sets: [
+                { key: ["charge", record.id], value: record },
+                { key: ["charge_req", rid], value: record.id },
+              ],
+              deletes,
+              // The charge is new (its key is checked absent): no cache holds it.
+              newViews: true,
+              status: 201,
+              body: view.body,
+              json: view.json,
+              headers: { "Request-Id": rid },
+            };
+          },
+        }),
+      );
+    } catch (err) {
+      // Outcome unknown (the store did not answer): the client needs the
+      // Request-Id, generated or not, to retry (a replay if it was applied).
+      if (err instanceof PaymentsError && err.status === 503) {
+        err.headers = { ...err.headers, "Request-Id": rid };
+      }
+      throw err;
+    }
   }
 
   #applyTrigger(name: string | undefined, numberPath: string): void {

@@ -49,6 +49,8 @@ export class PaymentsError extends Error {
   readonly retryable: boolean;
   /** Envelope items (at least one). */
   readonly details: ErrorDetail[];
+  /** Extra response headers (e.g. the generated `Request-Id` of a create whose outcome is unknown). */
+  headers?: Record<string, string>;
 
   /** Build an error from its parts. */
   constructor(

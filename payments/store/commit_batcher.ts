@@ -35,6 +35,7 @@
  * @module
  */
 import { BatchQueue } from "./batch_queue.ts";
+import { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
 
 /** One atomic change: its checks and mutations. */
 export interface AtomicChange {
@@ -64,6 +65,12 @@ export interface CommitBatcherOptions {
   maxInFlight?: number;
   /** How long a commit keeps trying while the database is locked; default 5,000 ms. */
   lockedWaitMs?: number;
+  /**
+   * Longest wait for one commit call ({@link withDeadline}); default
+   * {@link DEFAULT_STORE_DEADLINE_MS}. Past it the changes fail with a
+   * `StoreTimeoutError`, and may still be applied later.
+   */
+  deadlineMs?: number;
 }
 
 /**
@@ -120,6 +127,7 @@ export class CommitBatcher {
   #maxChecks: number;
   readonly #maxMutations: number;
   readonly #lockedWaitMs: number;
+  readonly #deadlineMs: number;
   readonly #queue: BatchQueue<Pending, Pending[]>;
 
   /** Wrap a KV handle. */
@@ -135,6 +143,7 @@ export class CommitBatcher {
     this.#maxChecks = options.maxChecks ?? 100;
     this.#maxMutations = options.maxMutations ?? 1000;
     this.#lockedWaitMs = options.lockedWaitMs ?? 5_000;
+    this.#deadlineMs = options.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS;
   }
 
   /** Commit one change; true when committed, false when one of its checks failed. */
@@ -156,7 +165,7 @@ export class CommitBatcher {
       const atomic = this.#kv.atomic();
       for (const c of changes) addTo(atomic, c);
       try {
-        return (await atomic.commit()).ok;
+        return (await withDeadline(atomic.commit(), this.#deadlineMs, "a commit")).ok;
       } catch (err) {
         if (!isDatabaseLocked(err) || performance.now() - start >= this.#lockedWaitMs) throw err;
       }
@@ -210,8 +219,9 @@ export class CommitBatcher {
     try {
       shared = await this.#commitAll(batch.map((p) => p.change));
     } catch (err) {
-      if (isDatabaseLocked(err)) {
-        // Locked for the whole wait: committing each alone would wait again.
+      if (isDatabaseLocked(err) || err instanceof StoreTimeoutError) {
+        // Locked for the whole wait, or no answer: committing each alone
+        // would wait again.
         for (const p of batch) p.reject(err);
         return;
       }

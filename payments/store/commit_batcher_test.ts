@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CommitBatcher, isDatabaseLocked, keyId } from "./commit_batcher.ts";
+import { StoreTimeoutError } from "./deadline.ts";
 
 function counting(kv: Deno.Kv) {
   const commits: number[] = []; // checks per commit call
@@ -223,5 +224,28 @@ Deno.test("CommitBatcher: a database locked for the whole wait fails with that e
   assert.equal(isDatabaseLocked(new TypeError("database is locked")), true);
   assert.equal(isDatabaseLocked(new TypeError("Value too large")), false);
   assert.equal(isDatabaseLocked("database is locked"), false);
+  kv.close();
+});
+
+Deno.test("CommitBatcher: a commit the store never answers fails at the deadline; later commits still go", async () => {
+  const kv = await Deno.openKv(":memory:");
+  let hang = true;
+  const wrapped = Object.create(kv) as Deno.Kv;
+  wrapped.atomic = () => {
+    const op = kv.atomic();
+    if (hang) {
+      hang = false;
+      op.commit = () => new Promise(() => {});
+    }
+    return op;
+  };
+  const commits = new CommitBatcher(wrapped, { deadlineMs: 50 });
+  const stuck = await Promise.allSettled([
+    commits.commit(isNew(["t", 1])),
+    commits.commit(isNew(["t", 2])),
+  ]);
+  assert.ok(stuck.every((r) => r.status === "rejected" && r.reason instanceof StoreTimeoutError));
+  assert.equal(await commits.commit(isNew(["t", 3])), true);
+  assert.equal((await kv.get(["t", 3])).value, 1);
   kv.close();
 });

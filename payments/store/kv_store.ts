@@ -19,6 +19,7 @@
 import { getLogger } from "@logtape/logtape";
 import { PaymentsError } from "../domain/errors.ts";
 import { type AtomicChange, CommitBatcher, isDatabaseLocked } from "./commit_batcher.ts";
+import { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
 import { ReadBatcher } from "./read_batcher.ts";
 import { ViewCache } from "./view_cache.ts";
 
@@ -98,6 +99,28 @@ export interface ChangeOptions {
   plan: (attempt: number) => Promise<CommitPlan>;
 }
 
+/**
+ * Rethrow a store failure the client should retry as 503 PMT-6000
+ * (retryable): a database another process kept locked, or a store that did
+ * not answer in time (a write may then still be applied: its retry with the
+ * same Request-Id replays the answer). Other errors pass unchanged.
+ */
+function rethrowStoreFailure(err: unknown): never {
+  if (err instanceof StoreTimeoutError) {
+    log.warn("store call timed out: {error}", { error: err.message });
+    throw PaymentsError.system(
+      "storage unavailable (no answer in time); a write may still be applied: " +
+        "retry it with the same Request-Id",
+      503,
+    );
+  }
+  if (isDatabaseLocked(err)) {
+    log.warn("commit gave up: the database stayed locked by another process");
+    throw PaymentsError.system("storage busy (database locked); retry the request", 503);
+  }
+  throw err;
+}
+
 /** Typed access to the payments keys of one Deno KV handle. */
 export class PaymentsStore {
   /** The underlying KV handle (owned by the caller). */
@@ -107,6 +130,7 @@ export class PaymentsStore {
   readonly #reads: ReadBatcher;
   readonly #commits: CommitBatcher;
   readonly #views: ViewCache;
+  readonly #deadlineMs: number;
 
   /**
    * Wrap a KV handle. Concurrent reads and independent commits share KV
@@ -121,17 +145,22 @@ export class PaymentsStore {
       maxChecksPerCommit?: number;
       /** How long a commit waits for a database locked by another process; default 5 s. */
       lockedWaitMs?: number;
+      /** Longest wait for one store call (see `deadline.ts`); default 10 s. */
+      deadlineMs?: number;
     },
   ) {
     this.kv = kv;
     this.maxAttempts = options?.maxAttempts ?? 200;
-    this.#reads = new ReadBatcher(kv);
+    const deadlineMs = options?.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS;
+    this.#deadlineMs = deadlineMs;
+    this.#reads = new ReadBatcher(kv, undefined, deadlineMs);
     this.#commits = new CommitBatcher(kv, {
       maxChanges: options?.maxChangesPerCommit,
       maxChecks: options?.maxChecksPerCommit,
       lockedWaitMs: options?.lockedWaitMs,
+      deadlineMs,
     });
-    this.#views = new ViewCache(kv, VIEW_EPOCH_KEY);
+    this.#views = new ViewCache(kv, VIEW_EPOCH_KEY, { deadlineMs });
   }
 
   /**
@@ -141,28 +170,32 @@ export class PaymentsStore {
    * `derive` (its result is what is cached).
    */
   getView<T>(key: Deno.KvKey, derive: (value: unknown) => T): Promise<T | null> {
-    return this.#views.get<T>(key, derive);
+    return this.#views.get<T>(key, derive).catch(rethrowStoreFailure);
   }
 
   /** Read one key (concurrent reads share KV round trips, see {@link ReadBatcher}). */
   get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
-    return this.#reads.get<T>(key);
+    return this.#reads.get<T>(key).catch(rethrowStoreFailure);
   }
 
   /** All values under a prefix, newest (highest key) first. */
   async listNewestFirst<T>(prefix: Deno.KvKey, limit = 1000): Promise<T[]> {
-    const out: T[] = [];
-    for await (const e of this.kv.list<T>({ prefix }, { reverse: true, limit })) {
-      out.push(e.value);
-    }
-    return out;
+    const entries = await this.#list<T>(prefix, { reverse: true, limit });
+    return entries.map((e) => e.value);
   }
 
   /** All entries under a prefix (with versionstamps), in key order. */
-  async entries<T>(prefix: Deno.KvKey, limit = 1000): Promise<Deno.KvEntry<T>[]> {
-    const out: Deno.KvEntry<T>[] = [];
-    for await (const e of this.kv.list<T>({ prefix }, { limit })) out.push(e);
-    return out;
+  entries<T>(prefix: Deno.KvKey, limit = 1000): Promise<Deno.KvEntry<T>[]> {
+    return this.#list<T>(prefix, { limit });
+  }
+
+  #list<T>(prefix: Deno.KvKey, options: Deno.KvListOptions): Promise<Deno.KvEntry<T>[]> {
+    const all = async () => {
+      const out: Deno.KvEntry<T>[] = [];
+      for await (const e of this.kv.list<T>({ prefix }, options)) out.push(e);
+      return out;
+    };
+    return withDeadline(all(), this.#deadlineMs, "a list").catch(rethrowStoreFailure);
   }
 
   /** Delete a key if present; true when it existed. */
@@ -179,14 +212,8 @@ export class PaymentsStore {
    * Commit one change (see {@link CommitBatcher}); a database another process
    * kept locked for the whole wait is 503, worth a retry.
    */
-  async #commit(change: AtomicChange): Promise<boolean> {
-    try {
-      return await this.#commits.commit(change);
-    } catch (err) {
-      if (!isDatabaseLocked(err)) throw err;
-      log.warn("commit gave up: the database stayed locked by another process");
-      throw PaymentsError.system("storage busy (database locked); retry the request", 503);
-    }
+  #commit(change: AtomicChange): Promise<boolean> {
+    return this.#commits.commit(change).catch(rethrowStoreFailure);
   }
 
   async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {

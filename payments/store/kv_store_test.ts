@@ -143,3 +143,39 @@ Deno.test("change: a database another process keeps locked is 503 (retryable), n
   assert.equal((await kv.get(["b"])).versionstamp, null);
   kv.close();
 });
+
+Deno.test("a store that does not answer in time is 503 (retryable) for reads, lists and changes", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const dead = Object.create(kv) as Deno.Kv;
+  const never = () => new Promise<never>(() => {});
+  dead.get = never as Deno.Kv["get"];
+  dead.getMany = never as Deno.Kv["getMany"];
+  dead.list = (() => ({
+    [Symbol.asyncIterator]: () => ({ next: never }),
+  })) as unknown as Deno.Kv["list"];
+  dead.atomic = () => {
+    const op = kv.atomic();
+    op.commit = never;
+    return op;
+  };
+  const store = new PaymentsStore(dead, { deadlineMs: 30 });
+  const calls: Promise<unknown>[] = [
+    store.get(["a"]),
+    store.getView(["charge", "x"], String),
+    store.listNewestFirst(["card"]),
+    store.entries(["bank"]),
+    store.change({
+      op: "op",
+      plan: () =>
+        Promise.resolve({ checks: [], sets: [{ key: ["b"], value: 1 }], status: 201, body: {} }),
+    }),
+  ];
+  for (const r of await Promise.allSettled(calls)) {
+    assert.equal(r.status, "rejected");
+    const err = (r as PromiseRejectedResult).reason;
+    assert.ok(err instanceof PaymentsError, String(err));
+    assert.equal(err.status, 503);
+    assert.equal(err.retryable, true);
+  }
+  kv.close();
+});

@@ -20,6 +20,7 @@
  * @module
  */
 import { BatchQueue } from "./batch_queue.ts";
+import { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
 
 /** Most keys per `getMany` call (the Deno KV limit). */
 export const MAX_BATCH = 10;
@@ -33,6 +34,7 @@ interface Pending {
 /** Coalesces concurrent point reads of one KV handle. */
 export class ReadBatcher {
   readonly #kv: Deno.Kv;
+  readonly #deadlineMs: number;
   readonly #queue: BatchQueue<Pending, Pending[]>;
 
   /**
@@ -41,9 +43,12 @@ export class ReadBatcher {
    * @param maxInFlight read calls in flight at once before reads wait (a
    *   full batch goes at once regardless); default 2, so that the store
    *   always has the next call queued.
+   * @param deadlineMs longest wait for one read call; past it its reads fail
+   *   with a `StoreTimeoutError`
    */
-  constructor(kv: Deno.Kv, maxInFlight = 2) {
+  constructor(kv: Deno.Kv, maxInFlight = 2, deadlineMs = DEFAULT_STORE_DEADLINE_MS) {
     this.#kv = kv;
+    this.#deadlineMs = deadlineMs;
     this.#queue = new BatchQueue({
       maxInFlight,
       fullAt: MAX_BATCH,
@@ -63,15 +68,18 @@ export class ReadBatcher {
     const read = batch.length === 1
       ? this.#kv.get(batch[0].key).then((e) => [e])
       : this.#kv.getMany(batch.map((p) => p.key));
-    return read.then(
+    return withDeadline(read, this.#deadlineMs, "a read").then(
       (entries) => {
         for (let i = 0; i < batch.length; i++) batch[i].resolve(entries[i]);
       },
       (err) => {
-        if (batch.length === 1) batch[0].reject(err);
-        else {
+        if (batch.length === 1 || err instanceof StoreTimeoutError) {
+          for (const p of batch) p.reject(err);
+        } else {
           // Keep one bad key (e.g. too large) from failing its neighbours.
-          for (const p of batch) this.#kv.get(p.key).then(p.resolve, p.reject);
+          for (const p of batch) {
+            withDeadline(this.#kv.get(p.key), this.#deadlineMs, "a read").then(p.resolve, p.reject);
+          }
         }
       },
     );

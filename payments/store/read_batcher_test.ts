@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { StoreTimeoutError } from "./deadline.ts";
 import { MAX_BATCH, ReadBatcher } from "./read_batcher.ts";
 
 function counting(kv: Deno.Kv) {
@@ -57,5 +58,24 @@ Deno.test("ReadBatcher: one bad key fails alone, not its batch", async () => {
   assert.equal(good.status, "fulfilled");
   assert.equal(good.status === "fulfilled" && good.value.value, "v");
   assert.equal(failed.status, "rejected");
+  kv.close();
+});
+
+Deno.test("ReadBatcher: reads the store never answers fail at the deadline; later reads still go", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await kv.set(["r"], 1);
+  let hang = true;
+  const wrapped = Object.create(kv) as Deno.Kv;
+  const stall = <T>(real: () => Promise<T>): Promise<T> => {
+    if (!hang) return real();
+    hang = false;
+    return new Promise(() => {});
+  };
+  wrapped.get = ((key: Deno.KvKey) => stall(() => kv.get(key))) as Deno.Kv["get"];
+  wrapped.getMany = ((keys: Deno.KvKey[]) => stall(() => kv.getMany(keys))) as Deno.Kv["getMany"];
+  const reads = new ReadBatcher(wrapped, 1, 50);
+  const stuck = await Promise.allSettled([reads.get(["r"]), reads.get(["s"])]);
+  assert.ok(stuck.every((r) => r.status === "rejected" && r.reason instanceof StoreTimeoutError));
+  assert.equal((await reads.get(["r"])).value, 1);
   kv.close();
 });

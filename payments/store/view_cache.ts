@@ -40,6 +40,7 @@
  */
 import { BatchQueue } from "./batch_queue.ts";
 import { keyId } from "./commit_batcher.ts";
+import { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
 
 /** Keys read from the store per batch besides the epoch (Deno KV reads at most 10 keys per call). */
 export const MAX_MISSES = 9;
@@ -73,6 +74,8 @@ export interface ViewCacheOptions {
   maxEntries?: number;
   /** Batches in flight at once; default 2. */
   maxInFlight?: number;
+  /** Longest wait for one store call; past it its reads fail with a `StoreTimeoutError`. */
+  deadlineMs?: number;
 }
 
 /** Epoch-validated cache of point reads of one KV handle. */
@@ -80,6 +83,7 @@ export class ViewCache {
   readonly #kv: Deno.Kv;
   readonly #epochKey: Deno.KvKey;
   readonly #maxEntries: number;
+  readonly #deadlineMs: number;
   readonly #cache = new Map<string, Cached>();
   /** Highest epoch seen; every cached value has it. */
   #epoch = -1n;
@@ -90,6 +94,7 @@ export class ViewCache {
     this.#kv = kv;
     this.#epochKey = epochKey;
     this.#maxEntries = Math.max(1, options.maxEntries ?? 10_000);
+    this.#deadlineMs = options.deadlineMs ?? DEFAULT_STORE_DEADLINE_MS;
     this.#queue = new BatchQueue({
       maxInFlight: options.maxInFlight ?? 2,
       take: (queue) => this.#take(queue),
@@ -146,14 +151,18 @@ export class ViewCache {
   }
 
   #run({ batch, missKeys, missIds }: Batch): Promise<void> {
-    return this.#kv.getMany([this.#epochKey, ...missKeys]).then(
+    const read = this.#kv.getMany([this.#epochKey, ...missKeys]);
+    return withDeadline(read, this.#deadlineMs, "a read").then(
       (entries) => this.#settle(batch, missIds, entries),
       (err) => {
-        if (batch.length === 1) return batch[0].reject(err);
+        if (batch.length === 1 || err instanceof StoreTimeoutError) {
+          for (const p of batch) p.reject(err);
+          return;
+        }
         // Keep one bad key (e.g. too large) from failing its neighbours:
         // each read goes alone, uncached.
         for (const p of batch) {
-          this.#kv.get(p.key)
+          withDeadline(this.#kv.get(p.key), this.#deadlineMs, "a read")
             .then((e) => e.value === null ? null : p.derive(e.value))
             .then(p.resolve, p.reject);
         }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { StoreTimeoutError } from "./deadline.ts";
 import { MAX_MISSES, ViewCache } from "./view_cache.ts";
 
 const EPOCH = ["epoch"];
@@ -164,5 +165,25 @@ Deno.test("ViewCache: keeps the derived value; derive runs once per value read f
   await change(kv, ["rec", "a"], { n: 2 });
   assert.equal(await views.get(["rec", "a"], toJson), '{"n":2}');
   assert.equal(derived, 3);
+  kv.close();
+});
+
+Deno.test("ViewCache: reads the store never answers fail at the deadline, cached or not; later reads still go", async () => {
+  const kv = await Deno.openKv(":memory:");
+  await kv.set(["v"], "one");
+  let hang = false;
+  const wrapped = Object.create(kv) as Deno.Kv;
+  wrapped.getMany = ((keys: Deno.KvKey[]) => {
+    if (!hang) return kv.getMany(keys);
+    hang = false;
+    return new Promise(() => {});
+  }) as Deno.Kv["getMany"];
+  const views = new ViewCache(wrapped, EPOCH, { deadlineMs: 50, maxInFlight: 1 });
+  assert.equal(await views.get(["v"]), "one");
+  hang = true;
+  // Even a cached value needs the epoch read: no answer, no value.
+  const stuck = await Promise.allSettled([views.get(["v"]), views.get(["w"])]);
+  assert.ok(stuck.every((r) => r.status === "rejected" && r.reason instanceof StoreTimeoutError));
+  assert.equal(await views.get(["v"]), "one");
   kv.close();
 });

@@ -19,12 +19,24 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
 Deno.test("cli: --help prints the flags; bad flags and ports exit 2", async () => {
   const help = await run(["--help"]);
   assert.equal(help.code, 0);
-  for (const flag of ["--hostname", "--port", "--kv", "--base-path", "--token", "--cert"]) {
+  for (
+    const flag of [
+      "--hostname",
+      "--port",
+      "--kv",
+      "--kv-timeout",
+      "--base-path",
+      "--token",
+      "--cert",
+    ]
+  ) {
     assert.ok(help.out.includes(flag), flag);
   }
   assert.equal((await run(["--nope"])).code, 2);
   assert.equal((await run(["--port", "70000"])).code, 2);
   assert.equal((await run(["--cert", "x.pem"])).code, 2);
+  assert.equal((await run(["--kv-timeout", "0"])).code, 2);
+  assert.equal((await run(["--kv-timeout", "soon"])).code, 2);
 });
 
 Deno.test("cli: PAYMENTS_TOKENS and a generated token", async () => {

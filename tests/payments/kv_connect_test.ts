@@ -161,3 +161,42 @@ Deno.test("payments over KV Connect: concurrent requests on two processes keep t
     await kvServer.close();
   }
 });
+
+Deno.test("payments over KV Connect: a store that stops answering gives 503 within --kv-timeout, never a hang", async () => {
+  const kvServer = startKvConnectServer({ token: KV_TOKEN });
+  const args = ["--port", "0", "--kv", kvServer.url, "--token", TOKEN, "--kv-timeout", "1500"];
+  const client = Deno.createHttpClient({});
+  const a = await spawnServer(args, { DENO_KV_ACCESS_TOKEN: KV_TOKEN });
+  let closed = false;
+  try {
+    const input = { amount: "4.00", currency: "USD", card: CARD };
+    const created = await call(client, a.url, "POST", "payments/charges", input);
+    assert.equal(created.status, 201);
+    const path = `payments/charges/${created.body.id}`;
+    assert.equal((await call(client, a.url, "GET", path)).status, 200);
+
+    await kvServer.close();
+    closed = true;
+    const started = performance.now();
+    const [create, read, capture, list] = await Promise.all([
+      call(client, a.url, "POST", "payments/charges", input),
+      call(client, a.url, "GET", path),
+      call(client, a.url, "POST", `${path}/capture`, {}),
+      call(client, a.url, "GET", "customers/c/cards"),
+    ]);
+    const elapsed = performance.now() - started;
+    for (const r of [create, read, capture, list]) {
+      assert.equal(r.status, 503, JSON.stringify(r.body));
+      assert.equal(r.body.errors[0].code, "PMT-6000");
+      assert.equal(r.headers.get("retry-after"), "1");
+    }
+    // A create whose outcome is unknown names its (generated) Request-Id, to retry with.
+    assert.match(create.headers.get("request-id") ?? "", /^req_/);
+    assert.ok(elapsed < 6_000, `answered after ${elapsed} ms`);
+  } finally {
+    client.close();
+    if (!closed) await kvServer.close();
+    // Shutting down with store calls still pending inside the client is clean.
+    assert.equal((await a.stop()).code, 0);
+  }
+});
