@@ -90,7 +90,7 @@ Deno.test("cli: a store, address or certificate it cannot use: one line saying w
       assert.equal(lines.length, 1, r.err);
       assert.match(lines[0], /^payments: /);
       assert.match(lines[0], expected);
-      assert.doesNotMatch(r.err, /Uncaught|    at /);
+      assert.doesNotMatch(r.err, /Uncaught|^\s+at /m);
     }
   } finally {
     busy.close();
