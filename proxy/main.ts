@@ -120,6 +120,8 @@ async function run(config: Config, configPath: string): Promise<number> {
   const cert = await Deno.readTextFile(certPath);
   const key = await Deno.readTextFile(keyPath);
   log.info("certificate loaded from {path}", { path: certPath });
+  // The pair new HTTP/3 connections get; a reload re-reads the files.
+  let served = { cert, key };
 
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
   const runtime = new ProxyRuntime(config, {
@@ -190,7 +192,34 @@ async function run(config: Config, configPath: string): Promise<number> {
         log.error("configuration reload failed; the previous configuration keeps serving");
         return { ok: false, errors };
       }
+      // The certificate first: a pair that cannot be used rejects the whole
+      // reload, before anything else changes.
+      const tls = loaded.config.listen.tls;
+      let next: { cert: string; key: string };
+      try {
+        next = { cert: await Deno.readTextFile(tls.cert), key: await Deno.readTextFile(tls.key) };
+        if (next.cert !== served.cert || next.key !== served.key) {
+          transport.setCertificate(next.cert, next.key);
+        }
+      } catch (err) {
+        const error = `listen.tls: the certificate and key cannot be used: ${
+          (err as Error).message
+        }`;
+        log.error("reload rejected: {error}", { error });
+        log.error("configuration reload failed; the previous configuration keeps serving");
+        return { ok: false, errors: [error] };
+      }
+      const renewed = next.cert !== served.cert || next.key !== served.key;
+      served = next;
       const restartRequired = await runtime.reload(loaded.config);
+      if (renewed) {
+        log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
+        if (config.listen.tcp_fallback) {
+          // Deno.serve cannot change its certificate.
+          log.warn("listen.tls changed: the TCP fallback takes it after a restart");
+          restartRequired.push("listen.tls (TCP fallback)");
+        }
+      }
       return { ok: true, restartRequired };
     })().finally(() => (reloading = null));
     return reloading;

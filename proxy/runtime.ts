@@ -59,14 +59,17 @@ interface Generation {
   idle: PromiseWithResolvers<void> | null;
 }
 
-/** Keys whose change needs a restart: they belong to the listeners. */
+/**
+ * Keys whose change needs a restart: they belong to the listeners. (A new
+ * certificate, `listen.tls`, is the caller's: the HTTP/3 listener takes it
+ * at reload.)
+ */
 function restartNotes(prev: Config, next: Config): string[] {
   const notes: string[] = [];
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   if (prev.listen.address !== next.listen.address || prev.listen.port !== next.listen.port) {
     notes.push("listen.address/listen.port");
   }
-  if (!same(prev.listen.tls, next.listen.tls)) notes.push("listen.tls");
   if (
     prev.listen.max_streams !== next.listen.max_streams ||
     prev.listen.idle_timeout_ms !== next.listen.idle_timeout_ms ||

@@ -48,6 +48,13 @@ export interface QuicServerTransport {
   accept(): Promise<QuicConnection | null>;
   /** Stops accepting: newcomers are refused from now on; existing connections live on. */
   stop(): void;
+  /**
+   * Serve new connections with this certificate chain and key (PEM) from now
+   * on; existing connections keep theirs. Throws, and keeps the current pair,
+   * when the pair cannot be used (not PEM, or a key that does not match).
+   * Optional: a transport without it needs a restart for a new certificate.
+   */
+  setCertificate?(cert: string, key: string): void;
   /** Closes the endpoint and every connection on it. */
   close(info?: CloseInfo): void;
 }

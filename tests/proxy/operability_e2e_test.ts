@@ -365,3 +365,60 @@ upstream:
     await fresh.close();
   }
 });
+
+Deno.test("e2e: a reload serves a renewed certificate to new connections; open ones keep theirs; an unusable pair is rejected", async () => {
+  const { generateDevCerts } = await import("../../shared/certs/generate.ts");
+  const a = await testCerts();
+  const caA = await Deno.readTextFile(a.caPath);
+  const b = await generateDevCerts(); // another CA: a client trusting only one tells them apart
+  const dir = await Deno.makeTempDir({ prefix: "spooky-renew-" });
+  // The files a renewal rewrites in place, starting with pair A.
+  await Deno.copyFile(a.certPath, `${dir}/cert.pem`);
+  await Deno.copyFile(a.keyPath, `${dir}/key.pem`);
+  const backend = startBackend("only");
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "${dir}/cert.pem", key: "${dir}/key.pem"}}
+admin: {address: 127.0.0.1, port: 0, token: ${TOKEN}}
+upstream:
+  api: {route: {path_prefix: /}, backends: [{id: only, address: "${backend.address}"}]}
+`);
+  const before = await H3TestClient.connect(proxy.port, caA);
+  const clients = [before];
+  const connects = async (ca: string): Promise<boolean> => {
+    try {
+      const c = await H3TestClient.connect(proxy.port, ca);
+      clients.push(c);
+      assert.deepEqual(await backendsHit(c, 1), { only: 1 });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  try {
+    assert.deepEqual(await backendsHit(before, 1), { only: 1 });
+    assert.equal(await connects(b.caCertPem), false);
+
+    // Renewed in place: same paths, new contents.
+    await Deno.writeTextFile(`${dir}/cert.pem`, b.certPem);
+    await Deno.writeTextFile(`${dir}/key.pem`, b.keyPem);
+    const r = await admin(proxy, "POST", "/admin/reload", { token: TOKEN });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json?.restart_required, []);
+    assert.equal(await connects(b.caCertPem), true, "a new connection gets the new certificate");
+    assert.equal(await connects(caA), false, "the old certificate is no longer served");
+    // The connection opened before the reload goes on.
+    assert.deepEqual(await backendsHit(before, 2), { only: 2 });
+
+    // A certificate with a key that is not its own: rejected, pair B keeps serving.
+    await Deno.writeTextFile(`${dir}/cert.pem`, (await generateDevCerts()).certPem);
+    const bad = await admin(proxy, "POST", "/admin/reload", { token: TOKEN });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(bad.text, /listen\.tls/);
+    assert.equal(await connects(b.caCertPem), true);
+  } finally {
+    for (const c of clients) await c.close();
+    assert.equal(await proxy.stop(), 0);
+    await backend.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
