@@ -245,8 +245,10 @@ export class PaymentsStore {
       } catch (err) {
         // A repeat (or a concurrent duplicate that committed first) may make
         // the operation invalid now (e.g. a second capture): the stored
-        // response wins over our error.
-        if (idemKey) {
+        // response wins over our error. Not when the store itself failed
+        // (503): reading it again would only wait a second time.
+        const storeFailed = err instanceof PaymentsError && err.status === 503;
+        if (idemKey && !storeFailed) {
           const prior = await this.#replay(idemKey, opts.op);
           if (prior) return prior;
         }

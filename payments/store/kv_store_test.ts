@@ -179,3 +179,28 @@ Deno.test("a store that does not answer in time is 503 (retryable) for reads, li
   }
   kv.close();
 });
+
+Deno.test("change: a plan failing for an unanswering store is 503 after one deadline, not two", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const dead = Object.create(kv) as Deno.Kv;
+  let reads = 0;
+  const never = () => {
+    reads++;
+    return new Promise<never>(() => {});
+  };
+  dead.get = never as Deno.Kv["get"];
+  dead.getMany = never as Deno.Kv["getMany"];
+  const store = new PaymentsStore(dead, { deadlineMs: 30 });
+  const err = await store.change({
+    requestId: "slow",
+    op: "op",
+    plan: async () => {
+      await store.get(["needed"]);
+      return { checks: [], sets: [], status: 200, body: {} };
+    },
+  }).then(() => undefined, (e) => e);
+  assert.ok(err instanceof PaymentsError && err.status === 503);
+  // The plan's read only: no second wait to look for a stored response.
+  assert.equal(reads, 1);
+  kv.close();
+});
