@@ -99,15 +99,34 @@ export interface ChangeOptions {
   plan: (attempt: number) => Promise<CommitPlan>;
 }
 
+/** When each kind of store failure was last logged (they come in floods). */
+const lastLogged = new Map<string, number>();
+
+/** Log a store failure at most once per 10 s per kind, with the count skipped. */
+function warnStoreFailure(kind: string, message: string): void {
+  const now = Date.now();
+  const last = lastLogged.get(kind);
+  if (last !== undefined && now - last < 10_000) return;
+  lastLogged.set(kind, now);
+  log.warn("store failure ({kind}): {message}; answered 503 (logged at most every 10 s)", {
+    kind,
+    message,
+  });
+}
+
+/** SQLite refusing writes for lack of room or permission: the transaction was rolled back. */
+const STORE_REFUSES_WRITES = /database or disk is full|readonly database/i;
+
 /**
- * Rethrow a store failure the client should retry as 503 PMT-6000
- * (retryable): a database another process kept locked, or a store that did
- * not answer in time (a write may then still be applied: its retry with the
- * same Request-Id replays the answer). Other errors pass unchanged.
+ * Rethrow a store failure as 503 PMT-6000 (retryable): a store that did not
+ * answer in time (a write may then still be applied: its retry with the same
+ * Request-Id replays the answer), a database another process kept locked,
+ * or a disk that is full or read-only (nothing was written). Other errors
+ * pass unchanged.
  */
 function rethrowStoreFailure(err: unknown): never {
   if (err instanceof StoreTimeoutError) {
-    log.warn("store call timed out: {error}", { error: err.message });
+    warnStoreFailure("timeout", err.message);
     throw PaymentsError.system(
       "storage unavailable (no answer in time); a write may still be applied: " +
         "retry it with the same Request-Id",
@@ -115,8 +134,18 @@ function rethrowStoreFailure(err: unknown): never {
     );
   }
   if (isDatabaseLocked(err)) {
-    log.warn("commit gave up: the database stayed locked by another process");
+    warnStoreFailure("locked", "the database stayed locked by another process");
     throw PaymentsError.system("storage busy (database locked); retry the request", 503);
+  }
+  if (err instanceof Error && STORE_REFUSES_WRITES.test(err.message)) {
+    warnStoreFailure("refused", err.message);
+    const refused = PaymentsError.system(
+      `storage refuses writes (${err.message}); nothing was written: retry later`,
+      503,
+    );
+    // Not a matter of a second: an operator has to make room.
+    refused.headers = { "Retry-After": "30" };
+    throw refused;
   }
   throw err;
 }

@@ -204,3 +204,38 @@ Deno.test("change: a plan failing for an unanswering store is 503 after one dead
   assert.equal(reads, 1);
   kv.close();
 });
+
+Deno.test("change: a full or read-only disk is 503 (nothing written, retry later), not a 500", async () => {
+  const kv = await Deno.openKv(":memory:");
+  for (const message of ["database or disk is full", "attempt to write a readonly database"]) {
+    const refusing = Object.create(kv) as Deno.Kv;
+    refusing.atomic = () => {
+      const op = kv.atomic();
+      op.commit = () => Promise.reject(new TypeError(message));
+      return op;
+    };
+    const store = new PaymentsStore(refusing);
+    const err = await store.change({
+      op: "op",
+      plan: () =>
+        Promise.resolve({ checks: [], sets: [{ key: ["f"], value: 1 }], status: 201, body: {} }),
+    }).then(() => undefined, (e) => e);
+    assert.ok(err instanceof PaymentsError, String(err));
+    assert.equal(err.status, 503);
+    assert.match(err.details[0].detail, /nothing was written/);
+    assert.equal(err.headers?.["Retry-After"], "30");
+  }
+  // Other storage errors stay what they are (a 500 with the error logged).
+  const broken = Object.create(kv) as Deno.Kv;
+  broken.atomic = () => {
+    const op = kv.atomic();
+    op.commit = () => Promise.reject(new TypeError("disk I/O error"));
+    return op;
+  };
+  const other = await new PaymentsStore(broken).change({
+    op: "op",
+    plan: () => Promise.resolve({ checks: [], sets: [], status: 201, body: {} }),
+  }).then(() => undefined, (e) => e);
+  assert.ok(!(other instanceof PaymentsError));
+  kv.close();
+});
