@@ -13,6 +13,7 @@ import { getLogger } from "@logtape/logtape";
 import { setupLogging, teardownLogging } from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
 import type { Config } from "../shared/config_schema.ts";
+import { serialRuns } from "./admin/serial.ts";
 import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig } from "./config/mod.ts";
 import { listenQuic } from "./quic/deno_transport.ts";
@@ -180,50 +181,47 @@ async function run(config: Config, configPath: string): Promise<number> {
     });
   }
 
-  let reloading: Promise<ReloadOutcome> | null = null;
-  const reload = (): Promise<ReloadOutcome> => {
-    reloading ??= (async (): Promise<ReloadOutcome> => {
-      const loaded = await loadConfig(configPath);
-      if (!loaded.ok) {
-        const errors = loaded.kind === "load"
-          ? [loaded.message]
-          : loaded.problems.map((p) => formatProblem(p));
-        for (const e of errors) log.error("reload rejected: {error}", { error: e });
-        log.error("configuration reload failed; the previous configuration keeps serving");
-        return { ok: false, errors };
+  // One reload at a time; one asked for during a reload gets its own, which
+  // reads the file after it was asked for (a change written meanwhile is
+  // not lost).
+  const reload = serialRuns(async (): Promise<ReloadOutcome> => {
+    const loaded = await loadConfig(configPath);
+    if (!loaded.ok) {
+      const errors = loaded.kind === "load"
+        ? [loaded.message]
+        : loaded.problems.map((p) => formatProblem(p));
+      for (const e of errors) log.error("reload rejected: {error}", { error: e });
+      log.error("configuration reload failed; the previous configuration keeps serving");
+      return { ok: false, errors };
+    }
+    // The certificate first: a pair that cannot be used rejects the whole
+    // reload, before anything else changes.
+    const tls = loaded.config.listen.tls;
+    let next: { cert: string; key: string };
+    try {
+      next = { cert: await Deno.readTextFile(tls.cert), key: await Deno.readTextFile(tls.key) };
+      if (next.cert !== served.cert || next.key !== served.key) {
+        transport.setCertificate(next.cert, next.key);
       }
-      // The certificate first: a pair that cannot be used rejects the whole
-      // reload, before anything else changes.
-      const tls = loaded.config.listen.tls;
-      let next: { cert: string; key: string };
-      try {
-        next = { cert: await Deno.readTextFile(tls.cert), key: await Deno.readTextFile(tls.key) };
-        if (next.cert !== served.cert || next.key !== served.key) {
-          transport.setCertificate(next.cert, next.key);
-        }
-      } catch (err) {
-        const error = `listen.tls: the certificate and key cannot be used: ${
-          (err as Error).message
-        }`;
-        log.error("reload rejected: {error}", { error });
-        log.error("configuration reload failed; the previous configuration keeps serving");
-        return { ok: false, errors: [error] };
+    } catch (err) {
+      const error = `listen.tls: the certificate and key cannot be used: ${(err as Error).message}`;
+      log.error("reload rejected: {error}", { error });
+      log.error("configuration reload failed; the previous configuration keeps serving");
+      return { ok: false, errors: [error] };
+    }
+    const renewed = next.cert !== served.cert || next.key !== served.key;
+    served = next;
+    const restartRequired = await runtime.reload(loaded.config);
+    if (renewed) {
+      log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
+      if (config.listen.tcp_fallback) {
+        // Deno.serve cannot change its certificate.
+        log.warn("listen.tls changed: the TCP fallback takes it after a restart");
+        restartRequired.push("listen.tls (TCP fallback)");
       }
-      const renewed = next.cert !== served.cert || next.key !== served.key;
-      served = next;
-      const restartRequired = await runtime.reload(loaded.config);
-      if (renewed) {
-        log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
-        if (config.listen.tcp_fallback) {
-          // Deno.serve cannot change its certificate.
-          log.warn("listen.tls changed: the TCP fallback takes it after a restart");
-          restartRequired.push("listen.tls (TCP fallback)");
-        }
-      }
-      return { ok: true, restartRequired };
-    })().finally(() => (reloading = null));
-    return reloading;
-  };
+    }
+    return { ok: true, restartRequired };
+  });
 
   let admin: Deno.HttpServer<Deno.NetAddr> | undefined;
   if (config.admin) {
