@@ -60,6 +60,8 @@ export interface PaymentsDeps {
   lockedWaitMs?: number;
   /** Longest wait for one store call before answering 503; default 10 s. */
   storeDeadlineMs?: number;
+  /** How long a request body may take to arrive before 408; default 30 s. */
+  bodyTimeoutMs?: number;
 }
 
 /** Every endpoint of the API, relative to a base path. */
@@ -173,7 +175,7 @@ export function createApp(deps: PaymentsDeps): Hono {
 
   // Each private endpoint checks the bearer token itself before anything else.
   const allowed = bearerChecker(deps.tokens);
-  const api = mount(ALL_ENDPOINTS, svc, allowed);
+  const api = mount(ALL_ENDPOINTS, svc, allowed, deps.bodyTimeoutMs);
   for (const base of basePaths) app.route(base, api);
 
   // An unknown path under a base path is 401 without a valid token (nothing

@@ -238,3 +238,29 @@ Deno.test("a write the store cannot commit for a locked database is 503 with Ret
   assert.equal(stored, 0);
   kv.close();
 });
+
+Deno.test("a request body that stalls is 408 PMT-4008 after the body deadline, not a request held forever", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const app = createApp({ kv, tokens: ["t"], bodyTimeoutMs: 50 });
+  const started = performance.now();
+  const stalled = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(new TextEncoder().encode('{"amount":'));
+      // ... and nothing more, ever.
+    },
+  });
+  const res = await app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: "Bearer t", "content-type": "application/json" },
+    body: stalled,
+    duplex: "half",
+  } as RequestInit);
+  assert.equal(res.status, 408);
+  const body = ErrorEnvelope.parse(await res.json());
+  assert.equal(body.errors[0].code, "PMT-4008");
+  assert.ok(performance.now() - started < 5_000);
+  let stored = 0;
+  for await (const _ of kv.list({ prefix: [] })) stored++;
+  assert.equal(stored, 0);
+  kv.close();
+});

@@ -79,6 +79,10 @@ const USAGE = `Usage: deno task payments [options]
                       (token in DENO_KV_ACCESS_TOKEN) (default ${DEFAULT_KV_PATH})
   --kv-timeout MS     longest wait for one store call before answering 503
                       (default 10000)
+  --body-timeout MS   longest wait for a request body before answering 408
+                      (default 30000)
+  --drain-timeout MS  on SIGINT/SIGTERM, longest wait for requests in flight
+                      (default 10000)
   --base-path P       API base path, may repeat (default /vendor/v4)
   --token T           accepted bearer token, may repeat (or PAYMENTS_TOKENS=a,b)
   --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
@@ -96,6 +100,8 @@ async function main(): Promise<number> {
         port: { type: "string", default: "8081" },
         kv: { type: "string", default: DEFAULT_KV_PATH },
         "kv-timeout": { type: "string", default: "10000" },
+        "body-timeout": { type: "string", default: "30000" },
+        "drain-timeout": { type: "string", default: "10000" },
         "base-path": { type: "string", multiple: true },
         token: { type: "string", multiple: true },
         cert: { type: "string" },
@@ -120,10 +126,13 @@ async function main(): Promise<number> {
     console.error(`--port must be an integer 0..65535, got ${values.port}`);
     return 2;
   }
-  const kvTimeout = Number(values["kv-timeout"]);
-  if (!Number.isInteger(kvTimeout) || kvTimeout < 1) {
-    console.error(`--kv-timeout must be a positive integer (ms), got ${values["kv-timeout"]}`);
-    return 2;
+  const ms: Record<string, number> = {};
+  for (const flag of ["kv-timeout", "body-timeout", "drain-timeout"] as const) {
+    ms[flag] = Number(values[flag]);
+    if (!Number.isInteger(ms[flag]) || ms[flag] < 1) {
+      console.error(`--${flag} must be a positive integer (ms), got ${values[flag]}`);
+      return 2;
+    }
   }
   if ((values.cert === undefined) !== (values.key === undefined)) {
     console.error("--cert and --key go together");
@@ -146,7 +155,9 @@ async function main(): Promise<number> {
       kv: () => openStore(values.kv),
       // A KV Connect server refuses commits with more than 10 checks.
       maxChecksPerCommit: isKvConnectUrl(values.kv) ? KV_CONNECT_MAX_CHECKS : undefined,
-      storeDeadlineMs: kvTimeout,
+      storeDeadlineMs: ms["kv-timeout"],
+      bodyTimeoutMs: ms["body-timeout"],
+      drainTimeoutMs: ms["drain-timeout"],
       basePaths: values["base-path"],
       tokens,
       cert: values.cert ? await readPem("--cert", values.cert) : undefined,

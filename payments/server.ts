@@ -31,6 +31,13 @@ export interface PaymentsServerOptions {
   maxChecksPerCommit?: number;
   /** Longest wait for one store call before answering 503 (see `PaymentsDeps`); default 10 s. */
   storeDeadlineMs?: number;
+  /** How long a request body may take to arrive before 408 (see `PaymentsDeps`); default 30 s. */
+  bodyTimeoutMs?: number;
+  /**
+   * How long {@link PaymentsServer.shutdown} waits for requests in flight
+   * before it closes the store anyway; default 10 s.
+   */
+  drainTimeoutMs?: number;
   /** Close the KV handle on shutdown; default true. */
   closeKv?: boolean;
   /** Base paths; default `["/vendor/v4"]`. */
@@ -61,7 +68,10 @@ export interface PaymentsServer {
   generatedToken: boolean;
   /** Base paths served. */
   basePaths: string[];
-  /** Stop accepting, finish in-flight requests, close the KV store (unless `closeKv: false`). */
+  /**
+   * Stop accepting, finish in-flight requests (waiting at most
+   * `drainTimeoutMs`), close the KV store (unless `closeKv: false`).
+   */
   shutdown(): Promise<void>;
 }
 
@@ -88,6 +98,7 @@ export async function startPaymentsServer(
     now: opts.now,
     maxChecksPerCommit: opts.maxChecksPerCommit,
     storeDeadlineMs: opts.storeDeadlineMs,
+    bodyTimeoutMs: opts.bodyTimeoutMs,
   });
   const hostname = opts.hostname ?? "127.0.0.1";
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -135,7 +146,18 @@ export async function startPaymentsServer(
     basePaths,
     shutdown() {
       closed ??= (async () => {
-        await server.shutdown();
+        const drainMs = opts.drainTimeoutMs ?? 10_000;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<"late">((resolve) => {
+          timer = setTimeout(() => resolve("late"), drainMs);
+        });
+        const outcome = await Promise.race([server.shutdown(), late]);
+        clearTimeout(timer);
+        if (outcome === "late") {
+          log.warn("requests still open after {ms} ms of draining; closing anyway", {
+            ms: drainMs,
+          });
+        }
         if (closeKv) kv.close();
       })();
       return closed;

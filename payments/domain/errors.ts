@@ -16,6 +16,7 @@ export type PaymentsErrorKind =
   | "not_found"
   | "unauthorized"
   | "too_large"
+  | "timeout"
   | "declined"
   | "system"
   | "conflict";
@@ -119,6 +120,16 @@ export class PaymentsError extends Error {
       type: "invalid_request",
       message: "body is invalid.",
       detail: `Request body exceeds ${limit} bytes`,
+    }]);
+  }
+
+  /** 408 PMT-4008 for a request body that did not arrive in time. */
+  static bodyTimeout(ms: number): PaymentsError {
+    return new PaymentsError("timeout", 408, [{
+      code: "PMT-4008",
+      type: "invalid_request",
+      message: "body is invalid.",
+      detail: `Request body not received within ${ms} ms`,
     }]);
   }
 

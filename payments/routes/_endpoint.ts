@@ -15,6 +15,25 @@ import type { PaymentsService, Reply } from "../service.ts";
 /** Largest accepted request body. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** Default for how long a request body may take to arrive (see {@link readJson}). */
+export const BODY_TIMEOUT_MS = 30_000;
+
+/** The Hono context variable holding the body deadline of a request ({@link mount} sets it). */
+const BODY_TIMEOUT_VAR = "bodyTimeoutMs";
+
+/** `read`, or 408 PMT-4008 when it takes longer than `ms`. */
+async function bodyWithin<T>(read: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(PaymentsError.bodyTimeout(ms)), ms);
+  });
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Everything a handler needs. */
 export interface HandlerContext {
   /** The Hono context. */
@@ -51,11 +70,14 @@ export function requestIdOf(c: Context): string | undefined {
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Read the JSON body with a size limit. An empty body reads as `undefined`;
- * malformed JSON or a non-object is 400; over the limit is 413.
+ * Read the JSON body with a size limit and a deadline. An empty body reads
+ * as `undefined`; malformed JSON or a non-object is 400; over the limit is
+ * 413; a body still incomplete after the deadline (a stalled or very slow
+ * client, which would also hold up a graceful shutdown) is 408.
  */
 export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unknown> {
   const req = c.req.raw;
+  const timeoutMs = (c.get(BODY_TIMEOUT_VAR as never) as number | undefined) ?? BODY_TIMEOUT_MS;
   const length = req.headers.get("content-length");
   const declared = Number(length ?? "0");
   if (declared > limit) throw PaymentsError.tooLarge(limit);
@@ -64,10 +86,10 @@ export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unkn
   // stream of it); otherwise it is streamed with the limit.
   let bytes: Uint8Array;
   if (length !== null && /^[0-9]+$/.test(length)) {
-    bytes = new Uint8Array(await req.arrayBuffer());
+    bytes = new Uint8Array(await bodyWithin(req.arrayBuffer(), timeoutMs));
   } else {
     if (!req.body) return undefined;
-    const read = await readUpTo(req.body, limit);
+    const read = await bodyWithin(readUpTo(req.body, limit), timeoutMs);
     if (read === null) throw PaymentsError.tooLarge(limit);
     bytes = read;
   }
@@ -107,7 +129,8 @@ export function send(r: Reply, requestId?: string): Response {
 export const MAX_ID_LENGTH = 256;
 
 /**
- * A Hono sub-app serving the given endpoints. Endpoints not marked `public`
+ * A Hono sub-app serving the given endpoints (request bodies must arrive
+ * within `bodyTimeoutMs`). Endpoints not marked `public`
  * first check the `Authorization` header with `allowed` (401 when it says
  * no); one handler per route, no middleware chain. A path identifier longer
  * than {@link MAX_ID_LENGTH} cannot name a stored resource: 404 before any
@@ -117,6 +140,7 @@ export function mount(
   endpoints: readonly Endpoint[],
   svc: PaymentsService,
   allowed: (authorization: string | undefined) => boolean,
+  bodyTimeoutMs = BODY_TIMEOUT_MS,
 ): Hono {
   const app = new Hono({ strict: false });
   for (const ep of endpoints) {
@@ -131,6 +155,9 @@ export function mount(
         }
         for (const name of params) {
           if ((c.req.param(name) ?? "").length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
+        }
+        if (bodyTimeoutMs !== BODY_TIMEOUT_MS) {
+          c.set(BODY_TIMEOUT_VAR as never, bodyTimeoutMs as never);
         }
         const reply = await ep.handle({ c, svc });
         return send(reply, headers.get("request-id") ?? undefined);

@@ -37,6 +37,8 @@ Deno.test("cli: --help prints the flags; bad flags and ports exit 2", async () =
   assert.equal((await run(["--cert", "x.pem"])).code, 2);
   assert.equal((await run(["--kv-timeout", "0"])).code, 2);
   assert.equal((await run(["--kv-timeout", "soon"])).code, 2);
+  assert.equal((await run(["--body-timeout", "-1"])).code, 2);
+  assert.equal((await run(["--drain-timeout", "1.5"])).code, 2);
 });
 
 Deno.test("cli: PAYMENTS_TOKENS and a generated token", async () => {
@@ -95,5 +97,65 @@ Deno.test("cli: a store, address or certificate it cannot use: one line saying w
   } finally {
     busy.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A raw HTTP/1.1 request that sends its headers and only the start of its body. */
+async function stalledUpload(port: number): Promise<Deno.TcpConn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  await conn.write(
+    new TextEncoder().encode(
+      "POST /vendor/v4/payments/charges HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n" +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount":',
+    ),
+  );
+  return conn;
+}
+
+Deno.test("cli: a stalled upload gets 408 after --body-timeout, and never holds up shutdown past --drain-timeout", async () => {
+  const quick = await spawnServer([
+    "--port",
+    "0",
+    "--kv",
+    ":memory:",
+    "--token",
+    "t",
+    "--body-timeout",
+    "300",
+  ]);
+  const conn = await stalledUpload(Number(new URL(quick.url).port));
+  try {
+    const buf = new Uint8Array(4096);
+    const n = await conn.read(buf);
+    assert.match(new TextDecoder().decode(buf.subarray(0, n ?? 0)), /^HTTP\/1\.1 408 /);
+  } finally {
+    conn.close();
+    await quick.stop();
+  }
+  // A long body deadline: shutdown waits for the upload only --drain-timeout.
+  const slow = await spawnServer([
+    "--port",
+    "0",
+    "--kv",
+    ":memory:",
+    "--token",
+    "t",
+    "--body-timeout",
+    "60000",
+    "--drain-timeout",
+    "500",
+  ]);
+  const held = await stalledUpload(Number(new URL(slow.url).port));
+  try {
+    await new Promise((r) => setTimeout(r, 200)); // the request is in the handler
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), 8_000));
+    const outcome = await Promise.race([slow.stop(), late]);
+    clearTimeout(timer);
+    if (outcome === "late") await slow.kill();
+    assert.notEqual(outcome, "late", "shutdown waited for the stalled upload");
+    assert.equal((outcome as Deno.CommandStatus).code, 0);
+  } finally {
+    held.close();
   }
 });
