@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { setImmediate } from "node:timers";
 import { BatchQueue } from "./batch_queue.ts";
 
 /** A queue whose batches take at most `size` requests and finish when told to. */
@@ -17,7 +18,12 @@ function harness(opts: { maxInFlight: number; fullAt?: number; size?: number }) 
   return { q, batches, finish };
 }
 
-const turn = () => new Promise((r) => setTimeout(r, 0));
+/**
+ * One turn of the event loop, after the queue's own flush: the queue flushes
+ * with `setImmediate`, and immediates run in the order they were set (a
+ * `setTimeout(0)` may run before it under load).
+ */
+const turn = () => new Promise((r) => setImmediate(r));
 
 Deno.test("BatchQueue: requests of one turn share a batch; a full queue goes at once", async () => {
   const h = harness({ maxInFlight: 1, fullAt: 3 });
