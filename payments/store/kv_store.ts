@@ -199,12 +199,12 @@ export class PaymentsStore {
    * `derive` (its result is what is cached).
    */
   getView<T>(key: Deno.KvKey, derive: (value: unknown) => T): Promise<T | null> {
-    return this.#views.get<T>(key, derive).catch(rethrowStoreFailure);
+    return this.#within(this.#views.get<T>(key, derive), "a read");
   }
 
   /** Read one key (concurrent reads share KV round trips, see {@link ReadBatcher}). */
   get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
-    return this.#reads.get<T>(key).catch(rethrowStoreFailure);
+    return this.#within(this.#reads.get<T>(key), "a read");
   }
 
   /** All values under a prefix, newest (highest key) first. */
@@ -218,13 +218,23 @@ export class PaymentsStore {
     return this.#list<T>(prefix, { limit });
   }
 
+  /**
+   * A store call as the request sees it, queue included: the batchers bound
+   * each call they send, but a request queued behind slow calls would wait
+   * for all of them. Past the deadline the request gets its 503; a change
+   * still queued may yet be committed (the documented "outcome unknown").
+   */
+  #within<T>(call: Promise<T>, what: string): Promise<T> {
+    return withDeadline(call, this.#deadlineMs, what).catch(rethrowStoreFailure);
+  }
+
   #list<T>(prefix: Deno.KvKey, options: Deno.KvListOptions): Promise<Deno.KvEntry<T>[]> {
     const all = async () => {
       const out: Deno.KvEntry<T>[] = [];
       for await (const e of this.kv.list<T>({ prefix }, options)) out.push(e);
       return out;
     };
-    return withDeadline(all(), this.#deadlineMs, "a list").catch(rethrowStoreFailure);
+    return this.#within(all(), "a list");
   }
 
   /** Delete a key if present; true when it existed. */
@@ -242,7 +252,7 @@ export class PaymentsStore {
    * kept locked for the whole wait is 503, worth a retry.
    */
   #commit(change: AtomicChange): Promise<boolean> {
-    return this.#commits.commit(change).catch(rethrowStoreFailure);
+    return this.#within(this.#commits.commit(change), "a commit");
   }
 
   async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {

@@ -239,3 +239,35 @@ Deno.test("change: a full or read-only disk is 503 (nothing written, retry later
   assert.ok(!(other instanceof PaymentsError));
   kv.close();
 });
+
+Deno.test("a request queued behind calls the store does not answer gets its 503 at its own deadline", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const dead = Object.create(kv) as Deno.Kv;
+  dead.atomic = () => {
+    const op = kv.atomic();
+    op.commit = () => new Promise<never>(() => {});
+    return op;
+  };
+  const store = new PaymentsStore(dead, { deadlineMs: 100 });
+  // Ten changes of one key cannot share a commit: they go one after
+  // another. Without a deadline per request, the last would wait for ten
+  // commit deadlines (a second).
+  const started = performance.now();
+  const results = await Promise.allSettled(
+    Array.from({ length: 10 }, (_, i) =>
+      store.change({
+        op: "op",
+        plan: () =>
+          Promise.resolve({
+            checks: [],
+            sets: [{ key: ["same"], value: i }],
+            status: 201,
+            body: {},
+          }),
+      })),
+  );
+  const elapsed = performance.now() - started;
+  assert.ok(results.every((r) => r.status === "rejected" && r.reason.status === 503));
+  assert.ok(elapsed < 600, `the last answer came after ${elapsed} ms`);
+  kv.close();
+});
