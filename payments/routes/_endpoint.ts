@@ -8,6 +8,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { readUpTo } from "../../shared/bytes.ts";
+import { deadline } from "../../shared/deadline.ts";
 import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
 import type { PaymentsService, Reply } from "../service.ts";
@@ -22,16 +23,8 @@ export const BODY_TIMEOUT_MS = 30_000;
 const BODY_TIMEOUT_VAR = "bodyTimeoutMs";
 
 /** `read`, or 408 PMT-4008 when it takes longer than `ms`. */
-async function bodyWithin<T>(read: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(PaymentsError.bodyTimeout(ms)), ms);
-  });
-  try {
-    return await Promise.race([read, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+function bodyWithin<T>(read: Promise<T>, ms: number): Promise<T> {
+  return deadline(read, ms, () => PaymentsError.bodyTimeout(ms));
 }
 
 /** Everything a handler needs. */

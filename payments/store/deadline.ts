@@ -11,6 +11,8 @@
  * @module
  */
 
+import { deadline } from "../../shared/deadline.ts";
+
 /** Default deadline of one store call. */
 export const DEFAULT_STORE_DEADLINE_MS = 10_000;
 
@@ -23,73 +25,7 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-interface Waiting {
-  /** `performance.now()` past which the call has failed. */
-  expires: number;
-  fail: () => void;
-}
-
-/**
- * One interval timer for every pending deadline: a timer per call costs
- * about 5 µs (an op to set it and one to clear it), as much as a cached
- * read itself. The interval runs only while calls are pending, at a quarter
- * of the shortest deadline in use (5–250 ms), so a deadline fires at most
- * that late.
- */
-class Sweeper {
-  readonly #waiting = new Set<Waiting>();
-  #timer: ReturnType<typeof setInterval> | undefined;
-  #period = Infinity;
-
-  add(w: Waiting, ms: number): void {
-    this.#waiting.add(w);
-    const period = Math.min(250, Math.max(5, Math.floor(ms / 4)));
-    if (this.#timer === undefined || period < this.#period) {
-      if (this.#timer !== undefined) clearInterval(this.#timer);
-      this.#period = period;
-      this.#timer = setInterval(() => this.#sweep(), period);
-    }
-  }
-
-  remove(w: Waiting): void {
-    this.#waiting.delete(w);
-    if (this.#waiting.size === 0) this.#stop();
-  }
-
-  #sweep(): void {
-    const now = performance.now();
-    for (const w of this.#waiting) {
-      if (w.expires > now) continue;
-      this.#waiting.delete(w);
-      w.fail();
-    }
-    if (this.#waiting.size === 0) this.#stop();
-  }
-
-  #stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    this.#period = Infinity;
-  }
-}
-
-const sweeper = new Sweeper();
-
 /** `p`, or a {@link StoreTimeoutError} once `ms` pass first (`Infinity`: `p` itself). */
 export function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  if (!Number.isFinite(ms)) return p;
-  return new Promise<T>((resolve, reject) => {
-    const w: Waiting = {
-      expires: performance.now() + ms,
-      fail: () => reject(new StoreTimeoutError(what, ms)),
-    };
-    sweeper.add(w, ms);
-    p.then((value) => {
-      sweeper.remove(w);
-      resolve(value);
-    }, (err) => {
-      sweeper.remove(w);
-      reject(err);
-    });
-  });
+  return deadline(p, ms, () => new StoreTimeoutError(what, ms));
 }

@@ -1,0 +1,27 @@
+import assert from "node:assert/strict";
+import { deadline } from "./deadline.ts";
+
+const never = () => new Promise<never>(() => {});
+const late = (label: string) => () => new Error(label);
+
+Deno.test("deadline: the promise's outcome when it settles in time", async () => {
+  assert.equal(await deadline(Promise.resolve(1), 1_000, late("x")), 1);
+  await assert.rejects(deadline(Promise.reject(new RangeError("r")), 1_000, late("x")), RangeError);
+  assert.equal(await deadline(Promise.resolve(2), Infinity, late("x")), 2);
+});
+
+Deno.test("deadline: each pending promise fails at its own deadline, a shorter one added later included", async () => {
+  const started = performance.now();
+  const long = deadline(never(), 400, late("long")).catch((e) => [e.message, performance.now()]);
+  const short = deadline(never(), 40, late("short")).catch((e) => [e.message, performance.now()]);
+  const [[shortMsg, shortAt], [longMsg, longAt]] = await Promise.all([short, long]) as [
+    string,
+    number,
+  ][];
+  assert.equal(shortMsg, "short");
+  assert.equal(longMsg, "long");
+  // Never early; late by at most a quarter of the deadline (plus scheduling).
+  assert.ok(shortAt - started >= 40 && shortAt - started < 300, `short after ${shortAt - started}`);
+  assert.ok(longAt - started >= 400, `long after ${longAt - started}`);
+  // A settled promise's deadline is gone: the test sanitizer checks no timer is left.
+});
