@@ -89,3 +89,21 @@ export function harness(
     close: () => kv.close(),
   };
 }
+
+/**
+ * A view of `kv` whose commits all end as `commit()` says instead of
+ * committing (a store failure such as `database is locked`, or a promise
+ * that never settles); everything else is `kv` itself.
+ */
+export function failingCommits(kv: Deno.Kv, commit: () => Promise<never>): Deno.Kv {
+  const view = Object.create(kv) as Deno.Kv;
+  view.atomic = () => {
+    const op = kv.atomic();
+    op.commit = commit;
+    return op;
+  };
+  return view;
+}
+
+/** A commit failing with `message`, as Deno KV fails it. */
+export const rejectWith = (message: string) => () => Promise.reject(new TypeError(message));

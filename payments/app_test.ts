@@ -3,7 +3,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { ErrorEnvelope, Health } from "../shared/payments_schemas.ts";
 import { ALL_ENDPOINTS, createApp } from "./app.ts";
 import { honoPath } from "./routes/_endpoint.ts";
-import { CARD, harness, TEST_TOKEN } from "./_testing.ts";
+import { CARD, failingCommits, harness, rejectWith, TEST_TOKEN } from "./_testing.ts";
 
 Deno.test("GET /health is public and returns status ok with a timestamp", async () => {
   const h = harness(await Deno.openKv(":memory:"));
@@ -213,12 +213,7 @@ Deno.test("a body without Content-Length is streamed: chunks join into one JSON 
 
 Deno.test("a write the store cannot commit for a locked database is 503 with Retry-After, nothing stored", async () => {
   const kv = await Deno.openKv(":memory:");
-  const locked = Object.create(kv) as Deno.Kv;
-  locked.atomic = () => {
-    const op = kv.atomic();
-    op.commit = () => Promise.reject(new TypeError("database is locked"));
-    return op;
-  };
+  const locked = failingCommits(kv, rejectWith("database is locked"));
   const app = createApp({ kv: locked, tokens: ["t"], lockedWaitMs: 20 });
   const res = await app.request("/vendor/v4/payments/charges", {
     method: "POST",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { failingCommits, rejectWith } from "../_testing.ts";
 import { PaymentsError } from "../domain/errors.ts";
 import { PaymentsStore } from "./kv_store.ts";
 
@@ -123,12 +124,7 @@ Deno.test("deleteIfExists and listNewestFirst", async () => {
 
 Deno.test("change: a database another process keeps locked is 503 (retryable), not a 500", async () => {
   const kv = await Deno.openKv(":memory:");
-  const locked = Object.create(kv) as Deno.Kv;
-  locked.atomic = () => {
-    const op = kv.atomic();
-    op.commit = () => Promise.reject(new TypeError("database is locked"));
-    return op;
-  };
+  const locked = failingCommits(kv, rejectWith("database is locked"));
   const store = new PaymentsStore(locked, { lockedWaitMs: 20 });
   const err = await store.change({
     requestId: "busy",
@@ -146,18 +142,13 @@ Deno.test("change: a database another process keeps locked is 503 (retryable), n
 
 Deno.test("a store that does not answer in time is 503 (retryable) for reads, lists and changes", async () => {
   const kv = await Deno.openKv(":memory:");
-  const dead = Object.create(kv) as Deno.Kv;
   const never = () => new Promise<never>(() => {});
+  const dead = failingCommits(kv, never);
   dead.get = never as Deno.Kv["get"];
   dead.getMany = never as Deno.Kv["getMany"];
   dead.list = (() => ({
     [Symbol.asyncIterator]: () => ({ next: never }),
   })) as unknown as Deno.Kv["list"];
-  dead.atomic = () => {
-    const op = kv.atomic();
-    op.commit = never;
-    return op;
-  };
   const store = new PaymentsStore(dead, { deadlineMs: 30 });
   const calls: Promise<unknown>[] = [
     store.get(["a"]),
@@ -208,12 +199,7 @@ Deno.test("change: a plan failing for an unanswering store is 503 after one dead
 Deno.test("change: a full or read-only disk is 503 (nothing written, retry later), not a 500", async () => {
   const kv = await Deno.openKv(":memory:");
   for (const message of ["database or disk is full", "attempt to write a readonly database"]) {
-    const refusing = Object.create(kv) as Deno.Kv;
-    refusing.atomic = () => {
-      const op = kv.atomic();
-      op.commit = () => Promise.reject(new TypeError(message));
-      return op;
-    };
+    const refusing = failingCommits(kv, rejectWith(message));
     const store = new PaymentsStore(refusing);
     const err = await store.change({
       op: "op",
@@ -226,12 +212,7 @@ Deno.test("change: a full or read-only disk is 503 (nothing written, retry later
     assert.equal(err.headers?.["Retry-After"], "30");
   }
   // Other storage errors stay what they are (a 500 with the error logged).
-  const broken = Object.create(kv) as Deno.Kv;
-  broken.atomic = () => {
-    const op = kv.atomic();
-    op.commit = () => Promise.reject(new TypeError("disk I/O error"));
-    return op;
-  };
+  const broken = failingCommits(kv, rejectWith("disk I/O error"));
   const other = await new PaymentsStore(broken).change({
     op: "op",
     plan: () => Promise.resolve({ checks: [], sets: [], status: 201, body: {} }),
@@ -242,12 +223,7 @@ Deno.test("change: a full or read-only disk is 503 (nothing written, retry later
 
 Deno.test("a request queued behind calls the store does not answer gets its 503 at its own deadline", async () => {
   const kv = await Deno.openKv(":memory:");
-  const dead = Object.create(kv) as Deno.Kv;
-  dead.atomic = () => {
-    const op = kv.atomic();
-    op.commit = () => new Promise<never>(() => {});
-    return op;
-  };
+  const dead = failingCommits(kv, () => new Promise<never>(() => {}));
   const store = new PaymentsStore(dead, { deadlineMs: 100 });
   // Ten changes of one key cannot share a commit: they go one after
   // another. Without a deadline per request, the last would wait for ten

@@ -113,16 +113,8 @@ async function stalledUpload(port: number): Promise<Deno.TcpConn> {
 }
 
 Deno.test("cli: a stalled upload gets 408 after --body-timeout, and never holds up shutdown past --drain-timeout", async () => {
-  const quick = await spawnServer([
-    "--port",
-    "0",
-    "--kv",
-    ":memory:",
-    "--token",
-    "t",
-    "--body-timeout",
-    "300",
-  ]);
+  const inMemory = ["--port", "0", "--kv", ":memory:", "--token", "t"];
+  const quick = await spawnServer([...inMemory, "--body-timeout", "300"]);
   const conn = await stalledUpload(Number(new URL(quick.url).port));
   try {
     const buf = new Uint8Array(4096);
@@ -134,12 +126,7 @@ Deno.test("cli: a stalled upload gets 408 after --body-timeout, and never holds 
   }
   // A long body deadline: shutdown waits for the upload only --drain-timeout.
   const slow = await spawnServer([
-    "--port",
-    "0",
-    "--kv",
-    ":memory:",
-    "--token",
-    "t",
+    ...inMemory,
     "--body-timeout",
     "60000",
     "--drain-timeout",
