@@ -152,6 +152,7 @@ async function run(config: Config, configPath: string): Promise<number> {
     handler: runtime.handler,
     maxFieldSectionSize: config.limits.max_header_list_size,
     maxRequestBodyBytes: config.limits.max_request_body_bytes,
+    requestIdleTimeoutMs: config.limits.request_idle_timeout_ms,
     qpackMaxTableCapacity: QPACK_MAX_TABLE_CAPACITY,
     qpackBlockedStreams: QPACK_BLOCKED_STREAMS,
     hooks: {

@@ -400,6 +400,11 @@ export const LimitsConfigSchema = z.strictObject({
   max_request_body_bytes: nonNegativeInt("bytes").default(2147483648),
   /** How long a shutdown waits for open requests, in milliseconds. */
   drain_timeout_ms: nonNegativeInt("milliseconds").default(10000),
+  /**
+   * Longest wait for the next part of a request (its header section, or the
+   * next piece of its body) before answering 408, in milliseconds.
+   */
+  request_idle_timeout_ms: positiveInt("milliseconds").default(30000),
 });
 
 /**

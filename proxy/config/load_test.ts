@@ -753,6 +753,7 @@ Deno.test("minimal config gets every default", () => {
     limits: {
       max_header_list_size: 65536,
       max_request_body_bytes: 2147483648,
+      request_idle_timeout_ms: 30000,
       drain_timeout_ms: 10000,
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },

@@ -31,6 +31,7 @@ import {
   validateRequestFields,
   validateTrailerFields,
 } from "../h3/mod.ts";
+import { deadline } from "../../shared/deadline.ts";
 import type { BidiStream, QuicConnection, ReceiveStream } from "../quic/transport.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./types.ts";
 
@@ -48,6 +49,13 @@ export interface ConnectionOptions {
   qpackBlockedStreams: number;
   /** Largest request body accepted; larger gets 413. */
   maxRequestBodyBytes: number;
+  /**
+   * Longest wait for the next part of a request (its HEADERS, or the next
+   * DATA of its body) before answering 408; default 30 s. A client keeping
+   * its connection alive could otherwise hold a stream, and the backend
+   * request behind it, for ever.
+   */
+  requestIdleTimeoutMs?: number;
   /** Observers for metrics. */
   hooks?: ConnectionHooks;
 }
@@ -447,10 +455,11 @@ export class H3Connection {
       abort.abort(new Error("client stopped reading"));
     });
 
+    const idleMs = this.#opts.requestIdleTimeoutMs ?? 30_000;
     const nextEvent = async (): Promise<RequestEvent> => {
       while (queue.length === 0) {
         if (readDone) return { type: "end" };
-        const r = await reader.read();
+        const r = await deadline(reader.read(), idleMs, () => new RequestIdleTimeout(idleMs));
         if (r.done) {
           readDone = true;
           queue.push(...parser.end());
@@ -506,6 +515,8 @@ export class H3Connection {
     } catch (err) {
       if (err instanceof RequestBodyTooLarge) {
         response = errorResponse(413, "payload_too_large", err.message);
+      } else if (err instanceof RequestIdleTimeout) {
+        response = errorResponse(408, "request_timeout", err.message);
       } else if (err instanceof MalformedMessageError) {
         response = errorResponse(400, "bad_request", err.message);
       } else if (err instanceof H3Error && err.scope === "stream") {
@@ -759,5 +770,13 @@ export class RequestBodyTooLarge extends Error {
   constructor() {
     super("request body exceeds the limit");
     this.name = "RequestBodyTooLarge";
+  }
+}
+
+/** No next part of a request (its HEADERS, or more of its body) arrived in time: 408. */
+export class RequestIdleTimeout extends Error {
+  constructor(ms: number) {
+    super(`no part of the request arrived within ${ms} ms`);
+    this.name = "RequestIdleTimeout";
   }
 }
