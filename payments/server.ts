@@ -12,6 +12,7 @@
  * @module
  */
 import { getLogger } from "@logtape/logtape";
+import { settledWithin } from "../shared/deadline.ts";
 import { createApp, DEFAULT_BASE_PATH } from "./app.ts";
 
 const log = getLogger(["payments", "server"]);
@@ -147,13 +148,10 @@ export async function startPaymentsServer(
     shutdown() {
       closed ??= (async () => {
         const drainMs = opts.drainTimeoutMs ?? 10_000;
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const late = new Promise<"late">((resolve) => {
-          timer = setTimeout(() => resolve("late"), drainMs);
-        });
-        const outcome = await Promise.race([server.shutdown(), late]);
-        clearTimeout(timer);
-        if (outcome === "late") {
+        const shut = server.shutdown();
+        if (await settledWithin(shut, drainMs)) {
+          await shut; // rethrows its error, if any, as before
+        } else {
           log.warn("requests still open after {ms} ms of draining; closing anyway", {
             ms: drainMs,
           });

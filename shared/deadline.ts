@@ -83,3 +83,20 @@ export function deadline<T>(p: Promise<T>, ms: number, late: () => Error): Promi
     });
   });
 }
+
+/**
+ * Wait for `p` for at most `ms` (a one-off wait, such as a drain at
+ * shutdown, timed exactly with its own timer): true when `p` settled in time,
+ * whether it resolved or rejected; false when the time ran out first.
+ */
+export async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

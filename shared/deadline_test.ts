@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deadline } from "./deadline.ts";
+import { deadline, settledWithin } from "./deadline.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -24,4 +24,12 @@ Deno.test("deadline: each pending promise fails at its own deadline, a shorter o
   assert.ok(shortAt - started >= 40 && shortAt - started < 300, `short after ${shortAt - started}`);
   assert.ok(longAt - started >= 400, `long after ${longAt - started}`);
   // A settled promise's deadline is gone: the test sanitizer checks no timer is left.
+});
+
+Deno.test("settledWithin: true when the promise settles in time (resolved or rejected), false when time runs out", async () => {
+  assert.equal(await settledWithin(Promise.resolve(1), 1_000), true);
+  assert.equal(await settledWithin(Promise.reject(new Error("x")), 1_000), true);
+  const started = performance.now();
+  assert.equal(await settledWithin(new Promise(() => {}), 30), false);
+  assert.ok(performance.now() - started >= 29);
 });

@@ -31,7 +31,7 @@ import {
   validateRequestFields,
   validateTrailerFields,
 } from "../h3/mod.ts";
-import { deadline } from "../../shared/deadline.ts";
+import { deadline, settledWithin } from "../../shared/deadline.ts";
 import type { BidiStream, QuicConnection, ReceiveStream } from "../quic/transport.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./types.ts";
 
@@ -242,12 +242,7 @@ export class H3Connection {
     // Closing at once would discard response bytes still in flight (QUIC drops
     // unsent stream data on CONNECTION_CLOSE): give the peer a moment to
     // receive them and close by itself.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      this.#conn.closed.catch(() => {}),
-      new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_LINGER_MS))),
-    ]);
-    clearTimeout(timer);
+    await settledWithin(this.#conn.closed, CLOSE_LINGER_MS);
     this.close(H3Code.NO_ERROR, "shutting down");
   }
 

@@ -6,6 +6,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import { settledWithin } from "../../shared/deadline.ts";
 import { H3Code } from "../h3/mod.ts";
 import type { QuicServerTransport } from "../quic/transport.ts";
 import { type ConnectionOptions, H3Connection } from "./connection.ts";
@@ -98,13 +99,7 @@ export class H3Server {
     this.#stopping = true;
     this.#transport.stop();
     const drained = Promise.allSettled([...this.#connections.keys()].map((c) => c.goaway()));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), drainMs);
-    });
-    const outcome = await Promise.race([drained.then(() => "drained" as const), timedOut]);
-    clearTimeout(timer);
-    if (outcome === "timeout") {
+    if (!await settledWithin(drained, drainMs)) {
       log.warn("drain timeout after {ms} ms: closing {count} connections", {
         ms: drainMs,
         count: this.#connections.size,
