@@ -107,3 +107,10 @@ export function failingCommits(kv: Deno.Kv, commit: () => Promise<never>): Deno.
 
 /** A commit failing with `message`, as Deno KV fails it. */
 export const rejectWith = (message: string) => () => Promise.reject(new TypeError(message));
+
+/** How many keys `kv` holds under `prefix` (every key by default). */
+export async function countKeys(kv: Deno.Kv, prefix: Deno.KvKey = []): Promise<number> {
+  let n = 0;
+  for await (const _ of kv.list({ prefix })) n++;
+  return n;
+}

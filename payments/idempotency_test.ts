@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
 import { IDEMPOTENCY_TTL_MS } from "./store/kv_store.ts";
-import { CARD, type Harness, harness } from "./_testing.ts";
+import { CARD, countKeys, type Harness, harness } from "./_testing.ts";
 
-async function count(h: Harness, prefix: Deno.KvKey): Promise<number> {
-  let n = 0;
-  for await (const _ of h.kv.list({ prefix })) n++;
-  return n;
-}
+const count = (h: Harness, prefix: Deno.KvKey) => countKeys(h.kv, prefix);
 
 const CHARGE = { amount: "100.00", currency: "USD", card: CARD };
 
