@@ -198,11 +198,16 @@ async function run(config: Config, configPath: string): Promise<number> {
     // The certificate first: a pair that cannot be used rejects the whole
     // reload, before anything else changes.
     const tls = loaded.config.listen.tls;
-    let next: { cert: string; key: string };
+    let renewed: boolean;
     try {
-      next = { cert: await Deno.readTextFile(tls.cert), key: await Deno.readTextFile(tls.key) };
-      if (next.cert !== served.cert || next.key !== served.key) {
+      const next = {
+        cert: await Deno.readTextFile(tls.cert),
+        key: await Deno.readTextFile(tls.key),
+      };
+      renewed = next.cert !== served.cert || next.key !== served.key;
+      if (renewed) {
         transport.setCertificate(next.cert, next.key);
+        served = next;
       }
     } catch (err) {
       const error = `listen.tls: the certificate and key cannot be used: ${(err as Error).message}`;
@@ -210,8 +215,6 @@ async function run(config: Config, configPath: string): Promise<number> {
       log.error("configuration reload failed; the previous configuration keeps serving");
       return { ok: false, errors: [error] };
     }
-    const renewed = next.cert !== served.cert || next.key !== served.key;
-    served = next;
     const restartRequired = await runtime.reload(loaded.config);
     if (renewed) {
       log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
