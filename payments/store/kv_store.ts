@@ -248,8 +248,8 @@ export class PaymentsStore {
   }
 
   /**
-   * Commit one change (see {@link CommitBatcher}); a database another process
-   * kept locked for the whole wait is 503, worth a retry.
+   * Commit one change (see {@link CommitBatcher}); a store failure (locked,
+   * no answer in time, no room) is a retryable 503 ({@link rethrowStoreFailure}).
    */
   #commit(change: AtomicChange): Promise<boolean> {
     return this.#within(this.#commits.commit(change), "a commit");
