@@ -8,7 +8,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import { readUpTo } from "../shared/bytes.ts";
-import type { Config } from "../shared/config_schema.ts";
+import type { Config } from "./config/schema.ts";
 import {
   type BackendRef,
   type Balancer,

@@ -3,7 +3,7 @@ import { parseConfigText } from "./config/load.ts";
 import { createProxyApp } from "./app.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { IncomingRequest } from "./server/types.ts";
-import type { Config } from "../shared/config_schema.ts";
+import type { Config } from "./config/schema.ts";
 
 function configOf(yaml: string): Config {
   const r = parseConfigText(yaml, { checkFiles: false });

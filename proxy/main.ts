@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { getLogger } from "@logtape/logtape";
 import { setupLogging, teardownLogging } from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
-import type { Config } from "../shared/config_schema.ts";
+import type { Config } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
 import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig } from "./config/mod.ts";

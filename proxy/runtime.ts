@@ -9,7 +9,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import type { Config } from "../shared/config_schema.ts";
+import type { Config } from "./config/schema.ts";
 import { createProxyApp } from "./app.ts";
 import { HealthChecker, PassiveHealth, type ProbeFetch } from "./health/mod.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";

@@ -20,7 +20,7 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { type Config, ConfigSchema } from "../../shared/config_schema.ts";
+import { type Config, ConfigSchema } from "./schema.ts";
 import { checkPemFile, type PemKind } from "./_files.ts";
 import { issueMessage } from "./_issues.ts";
 import { formatPath, type KeyPath, lineOfPath } from "./_yaml_lines.ts";

@@ -35,4 +35,4 @@ export {
   type TlsConfig,
   toStandardLogLevel,
   type UpstreamConfig,
-} from "../../shared/config_schema.ts";
+} from "./schema.ts";

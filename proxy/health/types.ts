@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type HealthCheckConfig, HealthCheckConfigSchema } from "../../shared/config_schema.ts";
+import { type HealthCheckConfig, HealthCheckConfigSchema } from "../config/schema.ts";
 
 /** The two health states of a backend. */
 export type HealthStatus = "healthy" | "unhealthy";

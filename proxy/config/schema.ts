@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { ConfigSchema } from "./config_schema.ts";
+ * import { ConfigSchema } from "./schema.ts";
  * const result = ConfigSchema.safeParse(yamlValue);
  * if (result.success) console.log(result.data.listen.port);
  * ```

@@ -6,7 +6,7 @@ import {
   parseHashKey,
   parseHostPort,
   toStandardLogLevel,
-} from "./config_schema.ts";
+} from "./schema.ts";
 
 const HOST_PORT: [string, { host: string; port: number } | null][] = [
   ["127.0.0.1:8081", { host: "127.0.0.1", port: 8081 }],
