@@ -7,21 +7,70 @@
  * - Payments: the Hono application and its server.
  * - Shared: logging setup, dev certificates, version.
  *
+ * @example
+ * ```ts
+ * import { loadConfig, setupLogging } from "./mod.ts";
+ *
+ * await setupLogging({ service: "spooky", level: "info" });
+ * const loaded = await loadConfig("examples/proxy.yaml");
+ * ```
+ *
  * @module
  */
 
 export * as h3 from "./proxy/h3/mod.ts";
+export type { RequestHead } from "./proxy/h3/mod.ts";
 export * from "./proxy/config/mod.ts";
-export { createProxyApp, type ProxyAppDeps } from "./proxy/app.ts";
-export { H3Server, type H3ServerOptions } from "./proxy/server/server.ts";
-export { H3Connection } from "./proxy/server/connection.ts";
-export type { IncomingRequest, OutgoingResponse, RequestHandler } from "./proxy/server/types.ts";
-export type { QuicConnection, QuicServerTransport } from "./proxy/quic/transport.ts";
-export { Router } from "./proxy/router/router.ts";
+export { type BackendHealth, createProxyApp, type ProxyAppDeps } from "./proxy/mod.ts";
+export * as upstream from "./proxy/upstream/mod.ts";
+export {
+  UpstreamError,
+  type UpstreamFailureKind,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./proxy/upstream/mod.ts";
+export {
+  type ConnectionHooks,
+  type ConnectionInfo,
+  type ConnectionOptions,
+  H3Connection,
+  H3Server,
+  type H3ServerOptions,
+  type IncomingRequest,
+  type OutgoingResponse,
+  type RequestHandler,
+  type RequestRecord,
+  type StreamContext,
+} from "./proxy/server/mod.ts";
+export type {
+  BidiStream,
+  CloseInfo,
+  PeerAddr,
+  QuicConnection,
+  QuicServerTransport,
+  ReceiveStream,
+  SendStream,
+} from "./proxy/quic/transport.ts";
+export { checkRequestTarget, Router } from "./proxy/router/mod.ts";
 export * as balancer from "./proxy/balancer/mod.ts";
+export type { BackendRef } from "./proxy/balancer/mod.ts";
 export * as health from "./proxy/health/mod.ts";
-export { ProxyMetrics } from "./proxy/metrics/metrics.ts";
+export {
+  COUNTER_NAMES,
+  type CounterName,
+  CounterSet,
+  ProxyMetrics,
+  STATUS_CLASSES,
+  type StatusClass,
+} from "./proxy/metrics/mod.ts";
 export * as payments from "./payments/mod.ts";
-export { setupLogging, teardownLogging } from "./shared/logging.ts";
-export { ensureDevCerts, generateDevCerts } from "./shared/certs/generate.ts";
+export { type LoggingOptions, setupLogging, teardownLogging } from "./shared/logging.ts";
+export {
+  type DevCertFiles,
+  type DevCerts,
+  ensureDevCerts,
+  type EnsureDevCertsOptions,
+  generateDevCerts,
+} from "./shared/certs/mod.ts";
 export { PRODUCT, VERSION } from "./shared/version.ts";

@@ -1,97 +1,11 @@
 /**
- * Result types of `bench/run.ts` and their rendering: a Markdown report and a
- * hand-rolled SVG bar chart (no dependencies).
+ * The Markdown report of `bench/run.ts` (`docs/benchmarks.md`) and the summary
+ * it prints: spooky's ratios over the runtime's floor and over Caddy.
  *
  * @module
  */
 
-/** The servers compared. */
-export type ServerName = "spooky" | "caddy";
-
-/** Median throughput and CPU cost at one connection count. */
-export interface LoadRow {
-  server: ServerName;
-  conns: number;
-  /** requests per h3load run */
-  requests: number;
-  rounds: number;
-  /** median req/s */
-  rps: number;
-  /** median server CPU µs per request */
-  cpuUsPerReq: number;
-  rpsAll: number[];
-  cpuAll: number[];
-  /** runs where some request did not get a 2xx */
-  failedRuns: number;
-}
-
-/** Latency of sequential requests (ms). */
-export interface LatencyResult {
-  server: ServerName;
-  /** background load (req/s, open loop, 4 connections); 0 = none */
-  bgRate: number;
-  n: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  bgSent: number;
-  bgOk: number;
-  errors: number;
-}
-
-/** One large transfer. */
-export interface StreamResult {
-  server: ServerName;
-  direction: "download" | "upload";
-  bytes: number;
-  seconds: number;
-  mbitPerS: number;
-  rssBeforeKiB: number;
-  rssPeakKiB: number;
-  ok: boolean;
-  detail: string;
-}
-
-/** Memory of idle connections. */
-export interface IdleResult {
-  server: ServerName;
-  opened: number;
-  rssBeforeKiB: number;
-  rssAfterKiB: number;
-  kibPerConn: number;
-  rssAfterCloseKiB: number;
-}
-
-/** Everything one run measured. */
-export interface BenchResults {
-  quick: boolean;
-  machine: {
-    date: string;
-    nproc: number;
-    cpu: string;
-    memGiB: number;
-    kernel: string;
-    deno: string;
-    caddy: string;
-    gtlsclient: string;
-    loadAvg: string;
-  };
-  settings: {
-    rounds: number;
-    requests: number;
-    latencyRequests: number;
-    bgRate: number;
-    streamBytes: number;
-    idleConns: number;
-  };
-  load: LoadRow[];
-  /** proxy CPU per thread (µs/request) at 4 connections */
-  threads: Array<{ thread: string; usPerReq: number }>;
-  latency: LatencyResult[];
-  streams: StreamResult[];
-  idle: IdleResult[];
-}
+import type { BenchResults, LatencyResult, LoadRow } from "./results.ts";
 
 const fmt = (x: number, digits = 0) => Number.isFinite(x) ? x.toFixed(digits) : "n/a";
 const mib = (kib: number) => fmt(kib / 1024, 1);
@@ -103,16 +17,111 @@ function ratio(a: number | undefined, b: number | undefined, digits = 2): string
   return `${(a / b).toFixed(digits)}x`;
 }
 
+/** One spooky variant against the floor and Caddy at one connection count. */
+export interface RatioRow {
+  server: string;
+  conns: number;
+  rpsVsFloor: string;
+  cpuVsFloor: string;
+  rpsVsCaddy: string;
+  cpuVsCaddy: string;
+}
+
+/** spooky/floor and spooky/Caddy for req/s and CPU µs/req, per spooky variant and level. */
+export function ratioRows(r: BenchResults): RatioRow[] {
+  const at = (server: string, conns: number): LoadRow | undefined =>
+    r.load.find((x) => x.server === server && x.conns === conns);
+  const rows: RatioRow[] = [];
+  for (const x of r.load.filter((x) => x.kind === "spooky")) {
+    const floor = at("floor", x.conns);
+    const caddy = at("caddy", x.conns);
+    rows.push({
+      server: x.server,
+      conns: x.conns,
+      rpsVsFloor: ratio(x.rps, floor?.rps),
+      cpuVsFloor: ratio(x.cpuUsPerReq, floor?.cpuUsPerReq),
+      rpsVsCaddy: ratio(x.rps, caddy?.rps),
+      cpuVsCaddy: ratio(x.cpuUsPerReq, caddy?.cpuUsPerReq),
+    });
+  }
+  return rows;
+}
+
+/** spooky's p99 over Caddy's at the fixed background rate (sequential and open-loop requests). */
+export function latencyRatios(
+  r: BenchResults,
+): Array<{ server: string; p99VsCaddy: string; openLoopP99VsCaddy: string }> {
+  const bg = r.settings.bgRate;
+  const caddy = r.latency.find((x) => x.server === "caddy" && x.bgRate === bg);
+  return r.latency.filter((x) => x.kind === "spooky" && x.bgRate === bg).map((x) => ({
+    server: x.server,
+    p99VsCaddy: ratio(x.p99, caddy?.p99),
+    openLoopP99VsCaddy: ratio(x.bgP99, caddy?.bgP99),
+  }));
+}
+
+/** The lines `deno task bench` prints at the end: medians, then the ratios. */
+export function summaryLines(r: BenchResults): string[] {
+  const L: string[] = ["medians (req/s; server CPU µs/req: main thread + others):"];
+  for (const x of r.load) {
+    const main = x.threads.main ?? NaN;
+    L.push(
+      `  ${x.server.padEnd(12)} conns=${String(x.conns).padStart(2)}: ${fmt(x.rps).padStart(6)} ` +
+        `req/s; ${fmt(x.cpuUsPerReq).padStart(4)} µs/req (main ${fmt(main)}, others ${
+          fmt(x.cpuUsPerReq - main)
+        })` + (x.failedRuns ? ` [${x.failedRuns} run(s) with failures]` : ""),
+    );
+  }
+  L.push("ratios (req/s spooky/floor, CPU spooky/floor | req/s spooky/Caddy, CPU spooky/Caddy):");
+  for (const x of ratioRows(r)) {
+    L.push(
+      `  ${x.server.padEnd(12)} conns=${String(x.conns).padStart(2)}: ${x.rpsVsFloor}, ` +
+        `${x.cpuVsFloor} | ${x.rpsVsCaddy}, ${x.cpuVsCaddy}`,
+    );
+  }
+  for (const x of latencyRatios(r)) {
+    L.push(
+      `  ${x.server.padEnd(12)} p99 at ${r.settings.bgRate} req/s vs Caddy: sequential ` +
+        `${x.p99VsCaddy}, open-loop ${x.openLoopP99VsCaddy}`,
+    );
+  }
+  return L;
+}
+
+function threadTable(L: string[], load: LoadRow[]): void {
+  L.push("| server | connections | total µs/req | main thread | other threads | by thread name |");
+  L.push("|---|---:|---:|---:|---:|---|");
+  for (const x of load) {
+    const main = x.threads.main ?? NaN;
+    const others = Object.entries(x.threads).filter(([n]) => n !== "main")
+      .sort((a, b) => b[1] - a[1]).map(([n, us]) => `${n} ${us}`).join(", ");
+    L.push(
+      `| ${x.server} | ${x.conns} | ${fmt(x.cpuUsPerReq)} | ${fmt(main)} | ${
+        fmt(x.cpuUsPerReq - main)
+      } | ${others} |`,
+    );
+  }
+}
+
+function latencyTable(L: string[], lat: LatencyResult[]): void {
+  L.push(
+    "| server | background | p50 ms | p90 ms | p99 ms | max ms | open-loop p50 ms | open-loop p99 ms | errors |",
+  );
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const x of lat) {
+    L.push(
+      `| ${x.server} | ${x.bgRate ? `${x.bgRate} req/s` : "none"} | ${fmt(x.p50, 2)} | ` +
+        `${fmt(x.p90, 2)} | ${fmt(x.p99, 2)} | ${fmt(x.max, 2)} | ${fmt(x.bgP50, 2)} | ` +
+        `${fmt(x.bgP99, 2)} | ${x.errors} |`,
+    );
+  }
+}
+
 /** Renders the Markdown report. */
 export function renderMarkdown(r: BenchResults): string {
   const m = r.machine;
   const L: string[] = [];
-  const find = <T extends { server: ServerName }>(
-    xs: T[],
-    s: ServerName,
-    pred: (x: T) => boolean,
-  ) => xs.find((x) => x.server === s && pred(x));
-  L.push("# Benchmarks: spooky vs Caddy (HTTP/3 → HTTP/2 reverse proxy)");
+  L.push("# Benchmarks: spooky vs the runtime's floor and Caddy (HTTP/3 → HTTP/2 reverse proxy)");
   L.push("");
   L.push(
     `Generated by \`deno task bench${r.quick ? " --quick" : ""}\` (bench/run.ts) on ${m.date}.` +
@@ -136,34 +145,66 @@ export function renderMarkdown(r: BenchResults): string {
   L.push("");
   L.push(
     "Every party is its own process on the same machine, over loopback: a neutral h2c backend " +
-      "(`bench/backend.ts`, `Deno.serve`, 100-byte body on `/`), spooky (`proxy/main.ts`, " +
-      "log level info) and Caddy (`reverse_proxy h2c://`, TLS with the same certificate, " +
-      "HTTP/3 on by default), both routing everything to that backend. The machine is shared " +
-      "(other work may run): rounds alternate between the two servers and medians are reported; " +
-      "server CPU per request (from /proc) is steadier than req/s.",
+      "(`bench/backend.ts`, `Deno.serve`, 100-byte body on `/`); **floor** (`bench/floor.ts`), " +
+      "the least a forwarder on Deno's QUIC API can do: accept, open the control and QPACK " +
+      "streams, drain the request stream unparsed, `fetch` the backend over one pooled h2c " +
+      "client, answer a pre-encoded `:status 200` HEADERS and one DATA frame in one write " +
+      "(**floor-worker**: the same with `fetch` on one Worker); **spooky** (`proxy/main.ts`, " +
+      "log level info; `spooky-wN` sets `limits.upstream_workers: N`); and **Caddy** " +
+      "(`reverse_proxy h2c://`, the same certificate, HTTP/3). The machine is shared: every " +
+      "measurement runs in rounds that alternate between the servers (the order rotates by " +
+      "one each round) and medians are reported.",
   );
   L.push("");
   L.push("![chart](benchmarks.svg)");
+  L.push("");
+  L.push("## spooky against the floor and Caddy");
+  L.push("");
+  L.push(
+    "What spooky spends above the floor is ours, not the runtime's. Ratios of medians " +
+      "(issue #14's targets: CPU ≤ 1.15x the floor's at every level; req/s ≥ 1.0x Caddy's at 4 " +
+      "and 16 connections; p99 at a fixed 200 req/s ≤ 1.5x Caddy's).",
+  );
+  L.push("");
+  L.push(
+    "| server | connections | req/s spooky/floor | CPU µs/req spooky/floor | req/s spooky/Caddy | CPU µs/req spooky/Caddy |",
+  );
+  L.push("|---|---:|---:|---:|---:|---:|");
+  for (const x of ratioRows(r)) {
+    L.push(
+      `| ${x.server} | ${x.conns} | ${x.rpsVsFloor} | ${x.cpuVsFloor} | ${x.rpsVsCaddy} | ` +
+        `${x.cpuVsCaddy} |`,
+    );
+  }
+  L.push("");
+  for (const x of latencyRatios(r)) {
+    L.push(
+      `- ${x.server}: p99 at ${r.settings.bgRate} req/s over Caddy's: ${x.openLoopP99VsCaddy} ` +
+        `(open-loop requests), ${x.p99VsCaddy} (sequential requests under that load).`,
+    );
+  }
   L.push("");
   L.push("## Small responses (h3load, gtlsclient)");
   L.push("");
   L.push(
     `\`h3load URL CONNS REQS\`: CONNS QUIC connections, each sending REQS concurrent GETs; ` +
-      `${r.settings.requests} requests per run, ${r.settings.rounds} round(s) per server, medians.`,
+      `${r.settings.requests} requests per run, ${r.settings.rounds} round(s) per server, ` +
+      "medians. Server CPU is utime + stime of `/proc/<pid>/stat` over the run, per 2xx answer.",
   );
   L.push("");
+  const conns = [...new Set(r.load.map((x) => x.conns))];
   L.push(
-    "| connections | spooky req/s | Caddy req/s | req/s ratio spooky/Caddy | spooky CPU µs/req | Caddy CPU µs/req | CPU ratio spooky/Caddy |",
+    `| connections | ${r.servers.map((s) => `${s} req/s`).join(" | ")} | ${
+      r.servers.map((s) => `${s} CPU µs/req`).join(" | ")
+    } |`,
   );
-  L.push("|---:|---:|---:|---:|---:|---:|---:|");
-  for (const conns of [...new Set(r.load.map((x) => x.conns))]) {
-    const a = find(r.load, "spooky", (x) => x.conns === conns);
-    const b = find(r.load, "caddy", (x) => x.conns === conns);
+  L.push(`|---:|${r.servers.map(() => "---:|").join("").repeat(2)}`);
+  for (const c of conns) {
+    const row = r.servers.map((s) => r.load.find((x) => x.server === s && x.conns === c));
     L.push(
-      `| ${conns} | ${fmt(a?.rps ?? NaN)} | ${fmt(b?.rps ?? NaN)} | ${ratio(a?.rps, b?.rps)} | ` +
-        `${fmt(a?.cpuUsPerReq ?? NaN)} | ${fmt(b?.cpuUsPerReq ?? NaN)} | ${
-          ratio(a?.cpuUsPerReq, b?.cpuUsPerReq)
-        } |`,
+      `| ${c} | ${row.map((x) => fmt(x?.rps ?? NaN)).join(" | ")} | ${
+        row.map((x) => fmt(x?.cpuUsPerReq ?? NaN)).join(" | ")
+      } |`,
     );
   }
   L.push("");
@@ -175,74 +216,78 @@ export function renderMarkdown(r: BenchResults): string {
         (x.failedRuns ? ` (**${x.failedRuns} run(s) had non-2xx answers**)` : ""),
     );
   }
-  if (r.threads.length > 0) {
-    L.push("");
-    L.push(
-      "spooky CPU by thread at 4 connections (µs/req): " +
-        r.threads.map((t) => `${t.thread} ${t.usPerReq}`).join(", ") +
-        ". `V8_DefaultWorke(r)` threads are V8's concurrent GC/compiler helpers.",
-    );
-  }
+  L.push("");
+  L.push("### CPU by thread");
+  L.push("");
+  L.push(
+    "Medians of µs/req per thread, from `/proc/<pid>/task/*/stat`, grouped by thread name " +
+      "(`/proc/<pid>/task/*/comm`). `main` is the process's first thread: for Deno the " +
+      "JavaScript thread, which also runs the runtime's Rust I/O (its tokio runtime is " +
+      "single-threaded: QUIC, TLS and the HTTP/2 client); for Caddy one of Go's threads, all " +
+      "named `caddy`. `tokio-runtime-w` are tokio's blocking-pool threads, `worker` Web " +
+      "Workers, `V8 DefaultWorke(r)` V8's concurrent GC and compiler helpers; `(exited)` is " +
+      "CPU of threads that ended during the run (or rounding between the process and thread " +
+      "counters).",
+  );
+  L.push("");
+  threadTable(L, r.load);
   L.push("");
   L.push("## Latency");
   L.push("");
   L.push(
     `${r.settings.latencyRequests} sequential GETs on one connection (\`bench/latency_client.ts\`, the ` +
-      "project's own HTTP/3 client, same for both servers; client time included), with no other " +
-      `load and with an open-loop background load of ${r.settings.bgRate} req/s on 4 other connections.`,
+      "project's own HTTP/3 client, same for every server; client time included), with no other " +
+      `load and with an open-loop load of ${r.settings.bgRate} req/s on 4 other connections; ` +
+      "open-loop requests are timed from when they were sent (their sender never waits for " +
+      "answers). Medians over the " +
+      "rounds of each percentile; max is the largest seen.",
   );
   L.push("");
-  L.push("| server | background | p50 ms | p90 ms | p99 ms | max ms | errors |");
-  L.push("|---|---:|---:|---:|---:|---:|---:|");
-  for (const x of r.latency) {
+  latencyTable(L, r.latency);
+  if (r.streams.length > 0) {
+    L.push("");
+    L.push("## Streaming");
+    L.push("");
     L.push(
-      `| ${x.server} | ${x.bgRate ? `${x.bgRate} req/s` : "none"} | ${fmt(x.p50, 2)} | ${
-        fmt(x.p90, 2)
-      } | ` +
-        `${fmt(x.p99, 2)} | ${fmt(x.max, 2)} | ${x.errors} |`,
+      `One ${fmt(r.settings.streamBytes / 2 ** 20)} MiB transfer with gtlsclient: download of ` +
+        "`/bytes/N` (the backend streams 64 KiB chunks), upload of a file to `/sink` (the " +
+        "backend counts the bytes). RSS growth = peak VmRSS during the transfer (polled every " +
+        "50 ms) minus VmRSS before it. The floor reads bodies whole and is not measured here.",
     );
+    L.push("");
+    L.push(
+      "| server | direction | Mbit/s | seconds | RSS before MiB | RSS peak growth MiB | verified |",
+    );
+    L.push("|---|---|---:|---:|---:|---:|---|");
+    for (const x of r.streams) {
+      L.push(
+        `| ${x.server} | ${x.direction} | ${fmt(x.mbitPerS)} | ${fmt(x.seconds, 1)} | ${
+          mib(x.rssBeforeKiB)
+        } | ${mib(x.rssPeakKiB - x.rssBeforeKiB)} | ${x.ok ? "yes" : `**no**: ${x.detail}`} |`,
+      );
+    }
   }
-  L.push("");
-  L.push("## Streaming");
-  L.push("");
-  L.push(
-    `One ${fmt(r.settings.streamBytes / 2 ** 20)} MiB transfer with gtlsclient: download of ` +
-      "`/bytes/N` (the backend streams 64 KiB chunks), upload of a file to `/sink` (the backend " +
-      "counts the bytes). RSS growth = peak VmRSS during the transfer (polled every 50 ms) minus " +
-      "VmRSS before it.",
-  );
-  L.push("");
-  L.push(
-    "| server | direction | Mbit/s | seconds | RSS before MiB | RSS peak growth MiB | verified |",
-  );
-  L.push("|---|---|---:|---:|---:|---:|---|");
-  for (const x of r.streams) {
+  if (r.idle.length > 0) {
+    L.push("");
+    L.push("## Idle connections");
+    L.push("");
     L.push(
-      `| ${x.server} | ${x.direction} | ${fmt(x.mbitPerS)} | ${fmt(x.seconds, 1)} | ${
-        mib(x.rssBeforeKiB)
-      } | ` +
-        `${mib(x.rssPeakKiB - x.rssBeforeKiB)} | ${x.ok ? "yes" : `**no**: ${x.detail}`} |`,
+      `${r.settings.idleConns} QUIC connections (ALPN h3, handshake done, no requests) held open ` +
+        "by a separate process (`bench/idle_conns.ts`); server VmRSS before and 2 s after they " +
+        "opened.",
     );
-  }
-  L.push("");
-  L.push("## Idle connections");
-  L.push("");
-  L.push(
-    `${r.settings.idleConns} QUIC connections (ALPN h3, handshake done, no requests) held open by a ` +
-      "separate process (`bench/idle_conns.ts`); server VmRSS before and 2 s after they opened.",
-  );
-  L.push("");
-  L.push(
-    "| server | connections | RSS before MiB | RSS with conns MiB | KiB per connection | RSS after close MiB |",
-  );
-  L.push("|---|---:|---:|---:|---:|---:|");
-  for (const x of r.idle) {
+    L.push("");
     L.push(
-      `| ${x.server} | ${x.opened} | ${mib(x.rssBeforeKiB)} | ${mib(x.rssAfterKiB)} | ${
-        fmt(x.kibPerConn, 1)
-      } | ` +
-        `${mib(x.rssAfterCloseKiB)} |`,
+      "| server | connections | RSS before MiB | RSS with conns MiB | KiB per connection | RSS after close MiB |",
     );
+    L.push("|---|---:|---:|---:|---:|---:|");
+    for (const x of r.idle) {
+      L.push(
+        `| ${x.server} | ${x.opened} | ${mib(x.rssBeforeKiB)} | ${mib(x.rssAfterKiB)} | ${
+          fmt(x.kibPerConn, 1)
+        } | ${mib(x.rssAfterCloseKiB)} |`,
+      );
+    }
   }
   L.push("");
   L.push("## Notes on method");
@@ -251,7 +296,7 @@ export function renderMarkdown(r: BenchResults): string {
     "- Two cores are shared by the server under test, the backend and the load generator. " +
       "h3load's gtlsclient processes print per-packet debug output (the shared script does not " +
       "pass `-q`), so the client itself takes much of the CPU and req/s is client-bound for the " +
-      "faster server; CPU µs/request of the server is the better comparison.",
+      "faster servers; CPU µs/request of the server is the better comparison.",
   );
   L.push(
     "- The proxy's `request_timeout_ms` runs until the backend's response headers, so it also " +
@@ -259,132 +304,14 @@ export function renderMarkdown(r: BenchResults): string {
       "a 1 GiB upload slower than ~290 Mbit/s with 503).",
   );
   L.push(
+    "- Options: `--servers floor,floor-worker,spooky,caddy` picks the servers; " +
+      "`--upstream-workers default,0` runs spooky once per value; `--no-memory` skips streaming " +
+      "and idle connections; `--quick` is a smoke run.",
+  );
+  L.push(
     "- Profile the proxy under the same load with `deno task bench --profile` " +
       "(`--cpu-prof`, summarised by `bench/analyze_profile.ts`).",
   );
   L.push("");
   return L.join("\n");
-}
-
-function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-interface Panel {
-  title: string;
-  groups: string[];
-  /** values[group][series] */
-  values: number[][];
-}
-
-const COLORS = ["#7b3fb5", "#2a9d8f"];
-
-function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): string {
-  const out: string[] = [];
-  const max = Math.max(1, ...p.values.flat().filter(Number.isFinite));
-  const top = y0 + 42;
-  const bottom = y0 + h - 28;
-  const plotH = bottom - top;
-  const groupW = w / p.groups.length;
-  const barW = Math.min(40, (groupW - 20) / 2);
-  out.push(
-    `<text x="${x0 + w / 2}" y="${
-      y0 + 16
-    }" text-anchor="middle" font-size="14" font-weight="bold">${esc(p.title)}</text>`,
-  );
-  out.push(`<line x1="${x0}" y1="${bottom}" x2="${x0 + w}" y2="${bottom}" stroke="#444"/>`);
-  p.groups.forEach((g, gi) => {
-    const cx = x0 + groupW * gi + groupW / 2;
-    p.values[gi].forEach((v, si) => {
-      if (!Number.isFinite(v)) return;
-      const bh = (v / max) * plotH;
-      const bx = cx - barW + si * barW;
-      out.push(
-        `<rect x="${bx.toFixed(1)}" y="${(bottom - bh).toFixed(1)}" width="${
-          (barW - 2).toFixed(1)
-        }" ` +
-          `height="${bh.toFixed(1)}" fill="${COLORS[si % COLORS.length]}"/>`,
-      );
-      out.push(
-        `<text x="${(bx + barW / 2 - 1).toFixed(1)}" y="${(bottom - bh - 4).toFixed(1)}" ` +
-          `text-anchor="middle" font-size="10">${v < 10 ? v.toFixed(1) : Math.round(v)}</text>`,
-      );
-    });
-    out.push(
-      `<text x="${cx}" y="${bottom + 16}" text-anchor="middle" font-size="11">${esc(g)}</text>`,
-    );
-  });
-  return out.join("\n");
-}
-
-/** Renders the SVG chart: req/s, CPU µs/req, throughput and memory per connection. */
-export function renderChart(r: BenchResults): string {
-  const servers: ServerName[] = r.load.some((x) => x.server === "caddy")
-    ? ["spooky", "caddy"]
-    : ["spooky"];
-  const conns = [...new Set(r.load.map((x) => x.conns))];
-  const get = <T extends { server: ServerName }>(xs: T[], s: ServerName, pred: (x: T) => boolean) =>
-    xs.find((x) => x.server === s && pred(x));
-  const panels: Panel[] = [
-    {
-      title: "req/s (median, higher is better)",
-      groups: conns.map((c) => `${c} conn`),
-      values: conns.map((c) =>
-        servers.map((s) => get(r.load, s, (x) => x.conns === c)?.rps ?? NaN)
-      ),
-    },
-    {
-      title: "server CPU µs/request (lower is better)",
-      groups: conns.map((c) => `${c} conn`),
-      values: conns.map((c) =>
-        servers.map((s) => get(r.load, s, (x) => x.conns === c)?.cpuUsPerReq ?? NaN)
-      ),
-    },
-    {
-      title: "streaming Mbit/s (higher is better)",
-      groups: ["download", "upload"],
-      values: (["download", "upload"] as const).map((d) =>
-        servers.map((s) => get(r.streams, s, (x) => x.direction === d)?.mbitPerS ?? NaN)
-      ),
-    },
-    {
-      title: "latency ms (lower is better)",
-      groups: ["p50", "p99", `p50 @${r.settings.bgRate}/s`, `p99 @${r.settings.bgRate}/s`],
-      values: [
-        [0, "p50"],
-        [0, "p99"],
-        [r.settings.bgRate, "p50"],
-        [r.settings.bgRate, "p99"],
-      ].map(([bg, q]) =>
-        servers.map((s) => {
-          const x = get(r.latency, s, (l) => l.bgRate === bg);
-          return x ? (q === "p50" ? x.p50 : x.p99) : NaN;
-        })
-      ),
-    },
-  ];
-  const W = 900;
-  const PH = 260;
-  const pw = W / 2;
-  const H = PH * 2 + 60;
-  const body: string[] = [];
-  panels.forEach((p, i) => {
-    body.push(panelSvg(p, (i % 2) * pw + 20, 40 + Math.floor(i / 2) * PH, pw - 40, PH - 10));
-  });
-  const legend = servers.map((s, i) =>
-    `<rect x="${20 + i * 110}" y="10" width="12" height="12" fill="${COLORS[i]}"/>` +
-    `<text x="${36 + i * 110}" y="21" font-size="12">${
-      s === "caddy" ? `Caddy ${esc(r.machine.caddy)}` : "spooky"
-    }</text>`
-  ).join("\n");
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" ` +
-    `font-family="sans-serif">
-<rect width="100%" height="100%" fill="white"/>
-${legend}
-<text x="${W - 10}" y="21" text-anchor="end" font-size="11" fill="#555">${
-      esc(`${r.machine.date.slice(0, 10)} · ${r.machine.nproc} CPUs · Deno ${r.machine.deno}`)
-    }</text>
-${body.join("\n")}
-</svg>
-`;
 }

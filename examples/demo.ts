@@ -1,8 +1,10 @@
 /**
  * `deno task start`: the one-command demo. Makes dev certificates if missing,
  * starts the payments API twice (ports 8081 and 8082, one embedded KV file)
- * as two backends, starts the proxy on UDP 9889 with `examples/demo.yaml`,
- * and prints the token and commands to try it. Ctrl-C stops everything.
+ * as two backends, starts the proxy on UDP 9889 (HTTP/3) with its TCP
+ * fallback on TCP 9889 (HTTP/2, HTTP/1.1) from `examples/demo.yaml`, and
+ * prints the token and commands to try it (curl, gtlsclient, the project's
+ * HTTP/3 client, Chromium). Ctrl-C stops everything.
  *
  * @module
  */
@@ -92,13 +94,17 @@ async function main(): Promise<number> {
 
   const base = "https://localhost:9889";
   console.log(`
-The demo is up: HTTP/3 on UDP 9889 -> spooky -> payments on 127.0.0.1:8081 and :8082.
+The demo is up: HTTP/3 on UDP 9889 (and HTTP/2 or HTTP/1.1 on TCP 9889) -> spooky
+-> payments on 127.0.0.1:8081 and :8082.
 
   Bearer token:  ${token}
   SPKI pin:      ${certs.spkiPin}
 
-Try it:
-  # an independent HTTP/3 client (Debian ngtcp2-client); no token -> 401
+Try it (from ${ROOT}):
+  # curl over the TCP fallback (HTTP/2; the answer's alt-svc points at HTTP/3)
+  curl -si --cacert .dev/certs/ca.pem -H "authorization: Bearer ${token}" ${base}/vendor/v4/customers/c1/cards
+
+  # an independent HTTP/3 client (Debian ngtcp2-client); it cannot send headers: no token -> 401
   gtlsclient --no-quic-dump --exit-on-all-streams-close 127.0.0.1 9889 ${base}/vendor/v4/customers/c1/cards
   gtlsclient --no-quic-dump --exit-on-all-streams-close 127.0.0.1 9889 ${base}/health
 

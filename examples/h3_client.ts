@@ -7,6 +7,9 @@
  *     deno run -A examples/h3_client.ts [-X METHOD] [-H "name: value"]... [-d BODY] \
  *       [--ca .dev/certs/ca.pem] https://localhost:9889/path
  *
+ * `-h` prints the usage. Failures (proxy down, bad CA file, timeout) are one
+ * line on stderr, `h3_client: ...`, with exit code 1; usage errors exit 2.
+ *
  * Interoperability is tested with gtlsclient and Chromium, not with this.
  *
  * @module
@@ -64,12 +67,17 @@ export class H3TestClient {
     this.#uniReaders = this.#readUni();
   }
 
-  /** Connects and sets up control + QPACK encoder streams. */
+  /**
+   * Connects and sets up control + QPACK encoder streams. `maxIdleTimeoutMs`
+   * also bounds the handshake: a server that never answers fails the
+   * connection after about that long (Deno's default is 30 s).
+   */
   static async connect(
     port: number,
     caPem: string,
     hostname = "127.0.0.1",
     serverName = "localhost",
+    maxIdleTimeoutMs?: number,
   ): Promise<H3TestClient> {
     const conn = await Deno.connectQuic({
       hostname,
@@ -77,6 +85,7 @@ export class H3TestClient {
       serverName,
       caCerts: [caPem],
       alpnProtocols: ["h3"],
+      ...(maxIdleTimeoutMs === undefined ? {} : { maxIdleTimeout: maxIdleTimeoutMs }),
     });
     const client = new H3TestClient(conn);
     client.#control = (await conn.createUnidirectionalStream()).getWriter();
@@ -171,10 +180,17 @@ export class H3TestClient {
         parts.push(encodeFrameHeader(FrameType.DATA, opts.body.length), opts.body);
       }
     }
-    await writer.write(concatBytes(...parts));
-    if (opts.finDelayMs) await new Promise((r) => setTimeout(r, opts.finDelayMs));
-    await writer.close().catch(() => {});
-    return await this.#readResponse(stream.readable);
+    // Send while reading: a server may answer (and stop reading) before the
+    // body is all sent, e.g. 413 or 503.
+    const sending = (async () => {
+      await writer.write(concatBytes(...parts));
+      if (opts.finDelayMs) await new Promise((r) => setTimeout(r, opts.finDelayMs));
+      await writer.close();
+    })().catch(() => {});
+    const response = await this.#readResponse(stream.readable);
+    // A body the server stopped reading may never finish sending: not waited for.
+    void sending;
+    return response;
   }
 
   async #readResponse(readable: ReadableStream<Uint8Array>): Promise<H3Response> {
@@ -215,47 +231,139 @@ export class H3TestClient {
   }
 }
 
-async function cli(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      request: { type: "string", short: "X", default: "GET" },
-      header: { type: "string", short: "H", multiple: true },
-      data: { type: "string", short: "d" },
-      ca: { type: "string", default: ".dev/certs/ca.pem" },
-      connect: { type: "string", default: "127.0.0.1" },
-      include: { type: "boolean", short: "i", default: false },
-    },
-    allowPositionals: true,
-  });
-  if (positionals.length !== 1) {
-    console.error(
-      "usage: h3_client.ts [-X METHOD] [-H 'name: value']... [-d BODY] [-i] [--ca FILE] [--connect IP] URL",
-    );
-    return 2;
+/** Usage of the command line. */
+export const USAGE = `HTTP/3 client (the project's own codec on Deno.connectQuic)
+
+Usage: deno run -A examples/h3_client.ts [options] URL
+
+Options:
+  -X, --request METHOD     request method (default GET)
+  -H, --header 'N: V'      add a request header (repeatable)
+  -d, --data BODY          request body (sends content-length)
+  -i, --include            print the status line and response headers
+      --ca FILE            CA certificate to trust (default .dev/certs/ca.pem)
+      --connect IP         address to connect to (default 127.0.0.1); the URL's
+                           host is the TLS server name and :authority
+      --connect-timeout S  give up connecting after S seconds (default 5)
+      --max-time S         give up on the whole request after S seconds (default 60)
+  -h, --help               print this help and exit
+
+Exit code: 0 for a 2xx or 3xx answer, 1 for any other answer or a failure
+(one line on stderr), 2 for a usage error.
+`;
+
+/** A failure of the command line: printed as one line, `h3_client: <message>`. */
+class CliError extends Error {
+  constructor(message: string, readonly code = 1) {
+    super(message);
   }
-  const url = new URL(positionals[0]);
-  const port = Number(url.port || 443);
-  const client = await H3TestClient.connect(
-    port,
-    await Deno.readTextFile(values.ca!),
-    values.connect,
-    url.hostname,
-  );
+}
+
+/** Rejects with `error` after `seconds`, unless `p` settles first. */
+async function within<T>(p: Promise<T>, seconds: number, error: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const head: Array<[string, string]> = [
-      [":method", values.request!],
-      [":scheme", "https"],
-      [":authority", url.host],
-      [":path", url.pathname + url.search],
-    ];
-    for (const h of values.header ?? []) {
-      const i = h.indexOf(":");
-      head.push([h.slice(0, i).trim().toLowerCase(), h.slice(i + 1).trim()]);
-    }
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(error()), seconds * 1000);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function seconds(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!(n > 0) || !Number.isFinite(n)) {
+    throw new CliError(`${name} must be a number of seconds > 0`, 2);
+  }
+  return n;
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split("\n", 1)[0];
+}
+
+async function request(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        request: { type: "string", short: "X", default: "GET" },
+        header: { type: "string", short: "H", multiple: true },
+        data: { type: "string", short: "d" },
+        ca: { type: "string", default: ".dev/certs/ca.pem" },
+        connect: { type: "string", default: "127.0.0.1" },
+        include: { type: "boolean", short: "i", default: false },
+        "connect-timeout": { type: "string" },
+        "max-time": { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new CliError(`${firstLine(err)} (-h for help)`, 2);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new CliError("exactly one URL is needed (-h for help)", 2);
+  let url: URL;
+  try {
+    url = new URL(positionals[0]);
+  } catch {
+    throw new CliError(`not a URL: ${positionals[0]}`, 2);
+  }
+  if (url.protocol !== "https:") {
+    throw new CliError(`the URL must be https://, not ${url.protocol}//`, 2);
+  }
+  const head: Array<[string, string]> = [
+    [":method", values.request!],
+    [":scheme", "https"],
+    [":authority", url.host],
+    [":path", url.pathname + url.search],
+  ];
+  for (const h of values.header ?? []) {
+    const i = h.indexOf(":");
+    if (i <= 0) throw new CliError(`a header must be 'name: value', not '${h}'`, 2);
+    head.push([h.slice(0, i).trim().toLowerCase(), h.slice(i + 1).trim()]);
+  }
+  const connectTimeout = seconds(values["connect-timeout"], "--connect-timeout", 5);
+  const maxTime = seconds(values["max-time"], "--max-time", 60);
+  let ca: string;
+  try {
+    ca = await Deno.readTextFile(values.ca!);
+  } catch (err) {
+    throw new CliError(`cannot read the CA file ${values.ca}: ${firstLine(err)} (see --ca)`);
+  }
+  const port = Number(url.port || 443);
+  const where = `${values.connect}:${port}`;
+  let client: H3TestClient;
+  try {
+    client = await within(
+      H3TestClient.connect(port, ca, values.connect, url.hostname, connectTimeout * 1000),
+      connectTimeout,
+      () => new Error(`no answer within ${connectTimeout} s`),
+    );
+  } catch (err) {
+    throw new CliError(`cannot connect to ${where} over HTTP/3 (QUIC): ${firstLine(err)}`);
+  }
+  try {
     const body = values.data === undefined ? undefined : new TextEncoder().encode(values.data);
     if (body) head.push(["content-length", String(body.length)]);
-    const res = await client.request({ head, body });
+    const res = await within(
+      client.request({ head, body }),
+      maxTime,
+      () => new CliError(`no complete response from ${where} within ${maxTime} s (--max-time)`),
+    );
+    if (res.status === 0) throw new CliError(`${where} closed the stream without a response`);
     if (values.include) {
       console.log(`HTTP/3 ${res.status}`);
       for (const [n, v] of res.headers) console.log(`${n}: ${v}`);
@@ -263,9 +371,22 @@ async function cli(args: string[]): Promise<number> {
     }
     await Deno.stdout.write(res.body);
     if (res.body.length > 0 && res.body.at(-1) !== 10) console.log();
+    if (!res.finished) throw new CliError("the response ended abnormally (it may be incomplete)");
     return res.status >= 200 && res.status < 400 ? 0 : 1;
   } finally {
-    await client.close();
+    // Do not wait for a peer that stopped answering.
+    await within(client.close(), 1, () => new Error("close")).catch(() => {});
+  }
+}
+
+/** Runs the command line; returns the exit code (never throws). */
+export async function cli(args: string[]): Promise<number> {
+  try {
+    return await request(args);
+  } catch (err) {
+    const code = err instanceof CliError ? err.code : 1;
+    console.error(`h3_client: ${firstLine(err)}`);
+    return code;
   }
 }
 

@@ -24,8 +24,9 @@ import { bankAccountEndpoints } from "./routes/bank_accounts.ts";
 import { cardEndpoints } from "./routes/cards.ts";
 import { chargeEndpoints } from "./routes/charges.ts";
 import { echeckEndpoints } from "./routes/echecks.ts";
-import { type Endpoint, mount } from "./routes/_endpoint.ts";
+import { BODY_ERROR_RESPONSES, type Endpoint, mount } from "./routes/_endpoint.ts";
 import { tokenEndpoints } from "./routes/tokens.ts";
+import { RateLimiter, type RateLimitOptions, TOKEN_RATE_LIMIT } from "./rate_limit.ts";
 import { PaymentsService } from "./service.ts";
 import { PaymentsStore } from "./store/kv_store.ts";
 
@@ -62,6 +63,11 @@ export interface PaymentsDeps {
   storeDeadlineMs?: number;
   /** How long a request body may take to arrive before 408; default 30 s. */
   bodyTimeoutMs?: number;
+  /**
+   * Limit of the unauthenticated token endpoint per client address; default
+   * {@link TOKEN_RATE_LIMIT} (60 a minute, 30 at once); `false` for none.
+   */
+  tokenRateLimit?: Omit<RateLimitOptions, "now"> | false;
 }
 
 /** Every endpoint of the API, relative to a base path. */
@@ -96,8 +102,10 @@ export function buildOpenApiDocument(basePaths: readonly string[]): Record<strin
   });
   const base = normalizeBase(basePaths[0] ?? DEFAULT_BASE_PATH);
   for (const ep of ALL_ENDPOINTS) {
+    const withBody = ep.route.request?.body !== undefined;
     doc.openAPIRegistry.registerPath({
       ...ep.route,
+      ...(withBody ? { responses: { ...BODY_ERROR_RESPONSES, ...ep.route.responses } } : {}),
       path: base + ep.route.path,
       security: ep.public ? [] : [{ bearerAuth: [] }],
     });
@@ -175,7 +183,14 @@ export function createApp(deps: PaymentsDeps): Hono {
 
   // Each private endpoint checks the bearer token itself before anything else.
   const allowed = bearerChecker(deps.tokens);
-  const api = mount(ALL_ENDPOINTS, svc, allowed, deps.bodyTimeoutMs);
+  const rateLimiter = deps.tokenRateLimit === false ? undefined : new RateLimiter({
+    ...(deps.tokenRateLimit ?? TOKEN_RATE_LIMIT),
+    now: () => now().getTime(),
+  });
+  const api = mount(ALL_ENDPOINTS, svc, allowed, {
+    bodyTimeoutMs: deps.bodyTimeoutMs,
+    rateLimiter,
+  });
   for (const base of basePaths) app.route(base, api);
 
   // An unknown path under a base path is 401 without a valid token (nothing

@@ -140,7 +140,7 @@ Deno.test("OpenAPI: a valid 3.1 document listing every route and operation, bear
   delete broken.info;
   assert.equal((await new Validator().validate(broken)).valid, false);
   // every operation is routed by the app (no doc-only routes)
-  assert.equal(ALL_ENDPOINTS.length, 18);
+  assert.equal(ALL_ENDPOINTS.length, 19);
   for (const ep of ALL_ENDPOINTS) assert.ok(!honoPath(ep.route.path).includes("{"));
   h.close();
 });
@@ -254,4 +254,120 @@ Deno.test("a request body that stalls is 408 PMT-4008 after the body deadline, n
   assert.ok(performance.now() - started < 5_000);
   assert.equal(await countKeys(kv), 0);
   kv.close();
+});
+
+Deno.test("a body whose Content-Type is not JSON → 415 PMT-4015; JSON types are read", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const charge = JSON.stringify({ amount: "1.00", currency: "USD", card: CARD });
+  for (
+    const type of [
+      "application/x-www-form-urlencoded",
+      "text/plain",
+      "multipart/form-data; boundary=x",
+      "application/json; charset=iso-8859-1",
+      "application/jsonx",
+    ]
+  ) {
+    const r = await h.req("POST", "payments/charges", charge, { "content-type": type });
+    assert.equal(r.status, 415, type);
+    ErrorEnvelope.parse(r.body);
+    assert.deepEqual(
+      [r.body.errors[0].code, r.body.errors[0].message],
+      ["PMT-4015", "contentType is invalid."],
+    );
+    assert.match(r.body.errors[0].moreInfo, /application\/json/);
+  }
+  assert.equal(await countKeys(h.kv, ["charge"]), 0);
+  for (
+    const type of [
+      "application/json",
+      "Application/JSON; charset=UTF-8",
+      'application/json;charset="utf-8"',
+      "application/merchant+json",
+    ]
+  ) {
+    const r = await h.req("POST", "payments/charges", charge, { "content-type": type });
+    assert.equal(r.status, 201, type);
+  }
+  // no Content-Type at all is read as JSON (a string body would get text/plain from fetch)
+  const bare = await h.app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    body: new TextEncoder().encode(charge),
+  });
+  assert.equal(bare.status, 201);
+  await bare.body?.cancel();
+  // a write without a body needs no Content-Type
+  const c = await h.req("POST", "payments/charges", charge, { "Request-Id": "ct-1" });
+  const v = await h.req("POST", "payments/txn-requests/ct-1/void", undefined, {
+    "content-type": "text/plain",
+  });
+  assert.equal(v.status, 201, JSON.stringify(v.body));
+  assert.equal(c.status, 201);
+  h.close();
+});
+
+Deno.test("duplicate keys in a JSON body → 400 on that field, at any depth and in any spelling", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const card = JSON.stringify(CARD).slice(1, -1);
+  const cases: [string, string][] = [
+    [`{"amount":"1.00","currency":"USD","amount":"100.00","card":{${card}}}`, "amount"],
+    [
+      `{"amount":"1.00","currency":"USD","card":{${card},"number":"4000000000000002"}}`,
+      "card.number",
+    ],
+    [`{"amount":"1.00","\\u0061mount":"2.00","currency":"USD","card":{${card}}}`, "amount"],
+  ];
+  for (const [body, field] of cases) {
+    const r = await h.req("POST", "payments/charges", body);
+    assert.equal(r.status, 400, body);
+    const e = r.body.errors[0];
+    assert.deepEqual([e.code, e.detail], ["PMT-4000", field]);
+    assert.match(e.moreInfo, /duplicate key/);
+  }
+  // the same key in two different objects is fine
+  const ok = await h.req(
+    "POST",
+    "payments/charges",
+    `{"amount":"1.00","currency":"USD","card":{${card}},"context":{"tax":"1"},"description":"tax"}`,
+  );
+  assert.equal(ok.status, 201);
+  assert.equal(await countKeys(h.kv, ["charge"]), 1);
+  // the e-check's two spellings of one field are the same trap
+  const echeck = await h.req("POST", "payments/echecks", {
+    Amount: "1.00",
+    amount: "50.00",
+    paymentMode: "WEB",
+    bankAccount: {
+      name: "Jo",
+      accountNumber: "000123456789",
+      accountType: "PERSONAL_CHECKING",
+      routingNumber: "011000015",
+      phone: "5555550100",
+    },
+  });
+  assert.equal(echeck.status, 400);
+  assert.equal(echeck.body.errors[0].detail, "amount");
+  h.close();
+});
+
+Deno.test("OpenAPI: shows token value, charge refunds, the refund list, moreInfo, 415 and 429", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const doc = (await h.req("GET", "/openapi.json")).body;
+  const schemas = doc.components.schemas;
+  assert.ok(schemas.Token.properties.value);
+  assert.ok(schemas.Token.required.includes("value"));
+  for (const f of ["refunds", "refundableAmount", "refundedAmount"]) {
+    assert.ok(schemas.Charge.properties[f], f);
+  }
+  assert.ok(schemas.ErrorItem.properties.moreInfo);
+  const list = doc.paths["/vendor/v4/payments/charges/{chargeId}/refunds"].get;
+  assert.equal(list.operationId, "listRefunds");
+  assert.ok(list.responses[200].content["application/json"].schema);
+  const token = doc.paths["/vendor/v4/payments/tokens"].post;
+  assert.ok(token.responses[429].headers["Retry-After"]);
+  assert.ok(token.responses[415]);
+  assert.ok(doc.paths["/vendor/v4/payments/charges"].post.responses[415]);
+  assert.equal(doc.paths["/vendor/v4/payments/charges/{chargeId}"].get.responses[415], undefined);
+  h.close();
 });

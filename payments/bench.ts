@@ -26,7 +26,7 @@
  * @module
  */
 import { Hono } from "hono";
-import { median, quantile } from "../bench/stats.ts";
+import { median, quantile } from "../shared/stats.ts";
 import { parseArgs } from "node:util";
 import { openKvAt } from "./main.ts";
 import { startPaymentsServer } from "./server.ts";

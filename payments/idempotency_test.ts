@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { IDEMPOTENCY_TTL_MS } from "./store/kv_store.ts";
+import { IDEMPOTENCY_TTL_MS } from "./store/idempotency.ts";
 import { CARD, countKeys, type Harness, harness } from "./_testing.ts";
 
 const count = (h: Harness, prefix: Deno.KvKey) => countKeys(h.kv, prefix);
@@ -9,9 +9,13 @@ const CHARGE = { amount: "100.00", currency: "USD", card: CARD };
 Deno.test("idempotency: a repeated create returns the original status and body, one charge", async () => {
   const h = harness(await Deno.openKv(":memory:"));
   const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "r-1" });
-  const b = await h.req("POST", "payments/charges", { ...CHARGE, amount: "5.00" }, {
-    "Request-Id": "r-1",
-  });
+  // the identical request: same data, keys in another order and other white space
+  const b = await h.req(
+    "POST",
+    "payments/charges",
+    `{ "card": ${JSON.stringify(CARD)},\n "currency": "USD", "amount": "100.00" }`,
+    { "Request-Id": "r-1" },
+  );
   assert.equal(a.status, 201);
   assert.equal(b.status, 201);
   assert.deepEqual(b.body, a.body);
@@ -67,6 +71,56 @@ Deno.test("idempotency: same Request-Id on another operation → 400 requestId i
   assert.equal(other.status, 400);
   const bad = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "a b" });
   assert.equal(bad.body.errors[0].message, "requestId is invalid.");
+  h.close();
+});
+
+Deno.test("idempotency: the same Request-Id with another body is 400, never the original response", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const a = await h.req("POST", "payments/charges", CHARGE, { "Request-Id": "m-1" });
+  assert.equal(a.status, 201);
+  for (
+    const other of [
+      { ...CHARGE, amount: "5.00" },
+      { ...CHARGE, capture: true },
+      { ...CHARGE, description: "" },
+    ]
+  ) {
+    const b = await h.req("POST", "payments/charges", other, { "Request-Id": "m-1" });
+    assert.equal(b.status, 400, JSON.stringify(other));
+    const e = b.body.errors[0];
+    assert.deepEqual(
+      [e.code, e.type, e.message, e.detail],
+      ["PMT-4000", "invalid_request", "requestId is invalid.", "requestId"],
+    );
+    assert.match(e.moreInfo, /identical request.*different body/);
+    assert.equal(b.headers.get("idempotent-replayed"), null);
+  }
+  assert.equal(await count(h, ["charge"]), 1);
+  // ... and on a capture: another amount is refused, the identical repeat replays
+  const cap = await h.req("POST", `payments/charges/${a.body.id}/capture`, { amount: "10.00" }, {
+    "Request-Id": "m-cap",
+  });
+  assert.equal(cap.status, 200);
+  const capOther = await h.req("POST", `payments/charges/${a.body.id}/capture`, {
+    amount: "20.00",
+  }, { "Request-Id": "m-cap" });
+  assert.equal(capOther.status, 400);
+  const capSame = await h.req("POST", `payments/charges/${a.body.id}/capture`, {
+    amount: "10.00",
+  }, { "Request-Id": "m-cap" });
+  assert.equal(capSame.status, 200);
+  assert.equal(capSame.headers.get("idempotent-replayed"), "true");
+  // an empty body and {} are the same request
+  const v1 = await h.req("POST", "payments/txn-requests/m-1/void", undefined, {
+    "Request-Id": "m-void",
+  });
+  const v2 = await h.req("POST", "payments/txn-requests/m-1/void", {}, { "Request-Id": "m-void" });
+  assert.equal(v1.status, 201);
+  assert.deepEqual([v2.status, v2.body], [201, v1.body]);
+  // another method and path with the same key: another operation, also 400
+  const card = await h.req("POST", "customers/c/cards", CARD, { "Request-Id": "m-1" });
+  assert.equal(card.status, 400);
+  assert.match(card.body.errors[0].moreInfo, /another operation/);
   h.close();
 });
 

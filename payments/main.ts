@@ -5,16 +5,19 @@
  * ```sh
  * deno task payments [--hostname 127.0.0.1] [--port 8081] [--kv PATH|:memory:|URL]
  *   [--base-path /vendor/v4]... [--token T]... [--cert F --key F] [--log-level L]
+ *   [--max-connections N] [--header-timeout MS] [--idle-timeout MS]
  * ```
  *
  * Tokens also come from `PAYMENTS_TOKENS` (comma-separated); with none, one
- * is generated and printed. Prints `Listening on http://HOST:PORT` once bound.
+ * is generated and printed. Prints the connection limits and then
+ * `Listening on http://HOST:PORT` once bound.
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
 import { KV_CONNECT_MAX_CHECKS } from "./app.ts";
+import { DEFAULT_CONNECTION_LIMITS } from "./serve_connections.ts";
 import { startPaymentsServer } from "./server.ts";
 
 /** Default KV location. */
@@ -27,14 +30,53 @@ export function isKvConnectUrl(location: string): boolean {
 
 /**
  * Open a Deno KV store: `":memory:"`, an `http(s)://` KV Connect URL (token
- * in `DENO_KV_ACCESS_TOKEN`), or a file path whose folder is created.
+ * in `DENO_KV_ACCESS_TOKEN`), or a file path whose folder is created (mode
+ * 0700). A new store file is created with mode 0600 before Deno KV opens it,
+ * so the database and the `-wal`/`-shm` files SQLite makes beside it (which
+ * take the database file's mode) are readable by the owner only; an existing
+ * file keeps its mode.
  */
 export async function openKvAt(location: string): Promise<Deno.Kv> {
   if (location !== ":memory:" && !isKvConnectUrl(location)) {
     const slash = location.lastIndexOf("/");
-    if (slash > 0) await Deno.mkdir(location.slice(0, slash), { recursive: true });
+    if (slash > 0) await Deno.mkdir(location.slice(0, slash), { recursive: true, mode: 0o700 });
+    // An empty file is an empty SQLite database. createNew: never touch an existing one.
+    try {
+      (await Deno.open(location, { write: true, createNew: true, mode: 0o600 })).close();
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+    }
   }
   return await Deno.openKv(location);
+}
+
+/** Descriptors left for the store, log and runtime when `--max-connections` follows the open-files limit. */
+export const DESCRIPTORS_KEPT_FREE = 128;
+
+/**
+ * The default of `--max-connections`: 4,096, or fewer when the soft limit on
+ * open files (`Max open files` in `/proc/self/limits`, given as `limitsText`)
+ * leaves less than that after {@link DESCRIPTORS_KEPT_FREE} descriptors for the
+ * store, log and runtime (at least 16).
+ *
+ * @example
+ * ```ts
+ * defaultMaxConnections("Max open files  1024  4096  files"); // 896
+ * ```
+ */
+export function defaultMaxConnections(limitsText: string | undefined): number {
+  const max = DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const m = limitsText === undefined ? null : /^Max open files\s+(\d+)/m.exec(limitsText);
+  if (!m) return max;
+  return Math.max(16, Math.min(max, Number(m[1]) - DESCRIPTORS_KEPT_FREE));
+}
+
+function readLimits(): string | undefined {
+  try {
+    return Deno.readTextFileSync("/proc/self/limits");
+  } catch {
+    return undefined; // not Linux, or no read permission: the plain default
+  }
 }
 
 /** A startup failure already described for the operator. */
@@ -83,6 +125,13 @@ const USAGE = `Usage: deno task payments [options]
                       (default 30000)
   --drain-timeout MS  on SIGINT/SIGTERM, longest wait for requests in flight
                       (default 10000)
+  --max-connections N most connections open at once; past it new ones are
+                      closed at once (default 4096, less if the open-files
+                      limit is lower)
+  --header-timeout MS close a connection whose first request head has not
+                      arrived this long after connecting (default 10000)
+  --idle-timeout MS   close a connection with no request in flight for this
+                      long (default 60000)
   --base-path P       API base path, may repeat (default /vendor/v4)
   --token T           accepted bearer token, may repeat (or PAYMENTS_TOKENS=a,b)
   --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
@@ -102,6 +151,15 @@ async function main(): Promise<number> {
         "kv-timeout": { type: "string", default: "10000" },
         "body-timeout": { type: "string", default: "30000" },
         "drain-timeout": { type: "string", default: "10000" },
+        "max-connections": { type: "string" },
+        "header-timeout": {
+          type: "string",
+          default: String(DEFAULT_CONNECTION_LIMITS.headerTimeoutMs),
+        },
+        "idle-timeout": {
+          type: "string",
+          default: String(DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
+        },
         "base-path": { type: "string", multiple: true },
         token: { type: "string", multiple: true },
         cert: { type: "string" },
@@ -127,12 +185,26 @@ async function main(): Promise<number> {
     return 2;
   }
   const ms: Record<string, number> = {};
-  for (const flag of ["kv-timeout", "body-timeout", "drain-timeout"] as const) {
+  const timeouts = [
+    "kv-timeout",
+    "body-timeout",
+    "drain-timeout",
+    "header-timeout",
+    "idle-timeout",
+  ] as const;
+  for (const flag of timeouts) {
     ms[flag] = Number(values[flag]);
     if (!Number.isInteger(ms[flag]) || ms[flag] < 1) {
       console.error(`--${flag} must be a positive integer (ms), got ${values[flag]}`);
       return 2;
     }
+  }
+  const maxConnections = values["max-connections"] === undefined
+    ? defaultMaxConnections(readLimits())
+    : Number(values["max-connections"]);
+  if (!Number.isInteger(maxConnections) || maxConnections < 1) {
+    console.error(`--max-connections must be a positive integer, got ${values["max-connections"]}`);
+    return 2;
   }
   if ((values.cert === undefined) !== (values.key === undefined)) {
     console.error("--cert and --key go together");
@@ -158,6 +230,11 @@ async function main(): Promise<number> {
       storeDeadlineMs: ms["kv-timeout"],
       bodyTimeoutMs: ms["body-timeout"],
       drainTimeoutMs: ms["drain-timeout"],
+      limits: {
+        maxConnections,
+        headerTimeoutMs: ms["header-timeout"],
+        idleTimeoutMs: ms["idle-timeout"],
+      },
       basePaths: values["base-path"],
       tokens,
       cert: values.cert ? await readPem("--cert", values.cert) : undefined,
@@ -169,6 +246,13 @@ async function main(): Promise<number> {
   }
   if (server.generatedToken) console.log(`Generated bearer token: ${server.token}`);
   console.log(`Base paths: ${server.basePaths.join(" ")}`);
+  if (server.limits) {
+    const { maxConnections, headerTimeoutMs, idleTimeoutMs } = server.limits;
+    console.log(
+      `Connections: at most ${maxConnections} open, header timeout ${headerTimeoutMs} ms, ` +
+        `idle timeout ${idleTimeoutMs} ms`,
+    );
+  }
   console.log(`Listening on ${server.url}`);
   const done = Promise.withResolvers<void>();
   const stop = () => done.resolve();

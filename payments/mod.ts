@@ -21,3 +21,4 @@ export {
 export { PaymentsError } from "./domain/errors.ts";
 export type { ErrorDetail, PaymentsErrorKind } from "./domain/errors.ts";
 export type { IdGenerator } from "./domain/ids.ts";
+export type { RateLimitOptions } from "./rate_limit.ts";

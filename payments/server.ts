@@ -1,6 +1,7 @@
 /**
  * Start the payments sandbox as an HTTP server (HTTP/1.1 and h2c on plain
- * TCP, HTTP/2 over TLS with a certificate) backed by Deno KV.
+ * TCP, HTTP/2 over TLS with a certificate) backed by Deno KV, with a cap on
+ * open connections and header and idle timeouts (`serve_connections.ts`).
  *
  * @example
  * ```ts
@@ -14,6 +15,12 @@
 import { getLogger } from "@logtape/logtape";
 import { settledWithin } from "../shared/deadline.ts";
 import { createApp, DEFAULT_BASE_PATH } from "./app.ts";
+import {
+  type ConnectionLimits,
+  type ConnectionServer,
+  perConnectionServeAvailable,
+  serveConnections,
+} from "./serve_connections.ts";
 
 const log = getLogger(["payments", "server"]);
 
@@ -51,6 +58,12 @@ export interface PaymentsServerOptions {
   key?: string;
   /** Clock, for tests. */
   now?: () => Date;
+  /**
+   * Most connections open at once, header timeout and idle timeout (see
+   * `ConnectionLimits`); each missing one takes its default (4,096, 10 s,
+   * 60 s).
+   */
+  limits?: Partial<ConnectionLimits>;
 }
 
 /** A running server. */
@@ -69,6 +82,8 @@ export interface PaymentsServer {
   generatedToken: boolean;
   /** Base paths served. */
   basePaths: string[];
+  /** The connection limits in force; undefined on a Deno that cannot enforce them (then a warning is logged). */
+  limits?: Readonly<ConnectionLimits>;
   /**
    * Stop accepting, finish in-flight requests (waiting at most
    * `drainTimeoutMs`), close the KV store (unless `closeKv: false`).
@@ -102,39 +117,60 @@ export async function startPaymentsServer(
     bodyTimeoutMs: opts.bodyTimeoutMs,
   });
   const hostname = opts.hostname ?? "127.0.0.1";
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  const tls = Boolean(opts.cert && opts.key);
+  const onError = (err: unknown) => {
+    log.error("request failed: {error}", { error: err });
+    return new Response(
+      JSON.stringify({
+        errors: [{
+          code: "PMT-6000",
+          type: "system_error",
+          message: "A system error occurred.",
+          detail: "internal error",
+          infoLink: "",
+        }],
+      }),
+      { status: 500, headers: { "content-type": "application/json" } },
+    );
+  };
+  let server: ConnectionServer | Deno.HttpServer<Deno.NetAddr>;
   try {
-    const listening = Promise.withResolvers<Deno.NetAddr>();
-    const common = {
-      hostname,
-      port: opts.port ?? 8081,
-      onListen: (addr: Deno.NetAddr) => listening.resolve(addr),
-      onError: (err: unknown) => {
-        log.error("request failed: {error}", { error: err });
-        return new Response(
-          JSON.stringify({
-            errors: [{
-              code: "PMT-6000",
-              type: "system_error",
-              message: "A system error occurred.",
-              detail: "internal error",
-              infoLink: "",
-            }],
-          }),
-          { status: 500, headers: { "content-type": "application/json" } },
-        );
-      },
-    };
-    server = opts.cert && opts.key
-      ? Deno.serve({ ...common, cert: opts.cert, key: opts.key }, app.fetch)
-      : Deno.serve(common, app.fetch);
-    await listening.promise;
+    const port = opts.port ?? 8081;
+    if (perConnectionServeAvailable()) {
+      const listener = tls
+        ? Deno.listenTls({
+          hostname,
+          port,
+          cert: opts.cert!,
+          key: opts.key!,
+          alpnProtocols: ["h2", "http/1.1"],
+        })
+        : Deno.listen({ hostname, port });
+      try {
+        server = serveConnections(listener, app.fetch, { limits: opts.limits, onError });
+      } catch (err) {
+        listener.close();
+        throw err;
+      }
+    } else {
+      // A Deno without the per-connection server: serve as before, unguarded.
+      log.warn(
+        "this Deno cannot enforce --max-connections, --header-timeout or --idle-timeout; " +
+          "serving without them (use Deno 2.9)",
+      );
+      const listening = Promise.withResolvers<void>();
+      const common = { hostname, port, onListen: () => listening.resolve(), onError };
+      server = tls
+        ? Deno.serve({ ...common, cert: opts.cert!, key: opts.key! }, app.fetch)
+        : Deno.serve(common, app.fetch);
+      await listening.promise;
+    }
   } catch (err) {
     if (closeKv) kv.close();
     throw err;
   }
   const addr = server.addr;
-  const scheme = opts.cert && opts.key ? "https" : "http";
+  const scheme = tls ? "https" : "http";
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   let closed: Promise<void> | undefined;
   return {
@@ -145,6 +181,7 @@ export async function startPaymentsServer(
     token: tokens[0],
     generatedToken,
     basePaths,
+    limits: "limits" in server ? server.limits : undefined,
     shutdown() {
       closed ??= (async () => {
         const drainMs = opts.drainTimeoutMs ?? 10_000;
@@ -155,6 +192,7 @@ export async function startPaymentsServer(
           log.warn("requests still open after {ms} ms of draining; closing anyway", {
             ms: drainMs,
           });
+          if ("close" in server) server.close();
         }
         if (closeKv) kv.close();
       })();

@@ -14,11 +14,11 @@ import {
   TokenInput,
   VoidInput,
 } from "../shared/payments_schemas.ts";
-import { capture, refund, voidCharge } from "./domain/charge_rules.ts";
+import { type Adjustment, capture, refund, voidCharge } from "./domain/charge_rules.ts";
 import { PaymentsError } from "./domain/errors.ts";
 import { type IdGenerator, randomCode } from "./domain/ids.ts";
-import { bankSummaryFrom, cardSummaryFrom, contextFrom } from "./domain/intake.ts";
-import { parseAmount } from "./domain/money.ts";
+import { bankSummaryFrom, cardSummaryFrom, contextFrom, tokenProblem } from "./domain/intake.ts";
+import { amountAt } from "./domain/money.ts";
 import type {
   AdjustmentRecord,
   BankAccountRecord,
@@ -30,7 +30,7 @@ import type {
   TokenRecord,
 } from "./domain/records.ts";
 import { triggerOf } from "./domain/triggers.ts";
-import { lowerFirstKeys, validate } from "./domain/validate.ts";
+import { lowerFirstKeys, oneOf, validate } from "./domain/validate.ts";
 import {
   bankAccountView,
   cardCreatedView,
@@ -41,22 +41,14 @@ import {
   tokenView,
   voidView,
 } from "./domain/views.ts";
-import type { CommitResult, PaymentsStore } from "./store/kv_store.ts";
+import { keys } from "./store/keys.ts";
+import type { CommitPlan, PaymentsStore } from "./store/kv_store.ts";
+import type { Reply } from "./store/reply.ts";
+
+export type { Reply };
 
 /** Lifetime of a one-time token. */
 export const TOKEN_TTL_MS = 15 * 60 * 1000;
-
-/** A response to send. */
-export interface Reply {
-  /** HTTP status. */
-  status: number;
-  /** JSON body (may be left undefined when `json` is given). */
-  body: unknown;
-  /** The body already serialized (JSON text), when known: sent as is. */
-  json?: string;
-  /** Extra headers. */
-  headers?: Record<string, string>;
-}
 
 /** What the service needs. */
 export interface ServiceDeps {
@@ -70,41 +62,46 @@ export interface ServiceDeps {
   random: (b: Uint8Array) => void;
 }
 
-function amountOf(value: string | number | undefined, path: string): number | undefined {
-  if (value === undefined) return undefined;
-  const minor = parseAmount(value);
-  if (minor === undefined) throw PaymentsError.invalid(path);
-  return minor;
+/** A capture or refund request: amount (minor units; undefined: all), description, context. */
+function adjustmentOf(raw: unknown): Omit<Adjustment, "now"> {
+  const input = validate(AdjustInput, raw);
+  return {
+    amount: amountAt(input.amount, "amount"),
+    description: input.description ?? "",
+    context: contextFrom(input.context),
+  };
 }
 
-function asObject(raw: unknown): unknown {
-  if (raw === undefined || raw === null) return {};
-  return raw;
+/** A refund or void record, issued at `now`. */
+function issued(
+  type: AdjustmentRecord["type"],
+  id: string,
+  chargeId: string,
+  amount: number,
+  now: string,
+  details: Pick<AdjustmentRecord, "description" | "context">,
+): AdjustmentRecord {
+  const { description, context } = details;
+  return { id, chargeId, type, status: "ISSUED", amount, created: now, description, context };
 }
 
-function chargeViewOf(record: ChargeRecord): { body: unknown; json: string } {
-  const body = chargeView(record);
-  return { body, json: JSON.stringify(body) };
-}
+/** How each kind of customer-owned payment method is stored. */
+const OWNED = {
+  card: { op: "createCard", idPrefix: "card_", key: keys.card, prefix: keys.cards },
+  bankAccount: {
+    op: "createBankAccount",
+    idPrefix: "ba_",
+    key: keys.bankAccount,
+    prefix: keys.bankAccounts,
+  },
+} as const;
 
-/**
- * The response of a charge that the previous version stored beside it. It
- * is no longer read or written here; a change of the charge deletes it, so
- * that a process of that version sharing the store (a rolling upgrade) does
- * not answer from a stale copy.
- */
-function legacyViewKey(id: string): Deno.KvKey {
-  return ["charge_view", 1, id];
-}
+/** A plan that writes nothing besides what it is added to. */
+const NO_WRITES: Pick<CommitPlan, "checks" | "sets"> = { checks: [], sets: [] };
 
 /** The response of get-charge, as JSON text (what the view cache keeps). */
 function chargeJson(record: unknown): string {
   return JSON.stringify(chargeView(record as ChargeRecord));
-}
-
-function reply(r: CommitResult): Reply {
-  const headers = r.replayed ? { ...r.headers, "Idempotent-Replayed": "true" } : r.headers;
-  return { status: r.status, body: r.body, json: r.json, headers };
 }
 
 /** The payments use cases over one store. */
@@ -121,77 +118,81 @@ export class PaymentsService {
   }
 
   /**
-   * A new default payment method replaces the old one: the writes (guarded
-   * by versionstamp checks) that clear `default` on the customer's others.
+   * Commit a write made by the request with body `raw` and this Request-Id
+   * (see `PaymentsStore.change`: a repeat of the identical request replays).
    */
-  async #demoteDefaults<T extends { default: boolean; updated: string }>(
-    prefix: Deno.KvKey,
-    iso: string,
-  ): Promise<{ checks: Deno.AtomicCheck[]; sets: { key: Deno.KvKey; value: unknown }[] }> {
-    const checks: Deno.AtomicCheck[] = [];
-    const sets: { key: Deno.KvKey; value: unknown }[] = [];
-    for (const e of await this.#d.store.entries<T>(prefix)) {
-      if (!e.value.default) continue;
-      checks.push(e);
-      sets.push({ key: e.key, value: { ...e.value, default: false, updated: iso } });
-    }
-    return { checks, sets };
+  #change(
+    op: string,
+    raw: unknown,
+    requestId: string | undefined,
+    plan: (attempt: number) => Promise<CommitPlan>,
+  ): Promise<Reply> {
+    return this.#d.store.change({ requestId, op, body: raw, plan });
+  }
+
+  /** 200 with the view of a stored resource, or 404 naming the path parameter `param`. */
+  async #read<T>(key: Deno.KvKey, param: string, view: (r: T) => unknown): Promise<Reply> {
+    return { status: 200, body: view((await this.#d.store.require<T>(key, param)).value) };
+  }
+
+  /**
+   * Store a new card or bank account of a customer; with `default: true`
+   * it clears `default` on the customer's others in the same commit.
+   */
+  #createOwned<R extends CardRecord | BankAccountRecord>(
+    kind: keyof typeof OWNED,
+    customerId: string,
+    raw: unknown,
+    requestId: string | undefined,
+    fields: Omit<R, "id" | "customerId" | "created" | "updated">,
+    view: (r: R) => unknown,
+  ): Promise<Reply> {
+    const owned = OWNED[kind];
+    return this.#change(`${owned.op}:${customerId}`, raw, requestId, async () => {
+      const iso = this.#iso();
+      const id = this.#d.ids(owned.idPrefix);
+      const record = { ...fields, id, customerId, created: iso, updated: iso } as R;
+      const key = owned.key(customerId, id);
+      const demoted = record.default
+        ? await this.#d.store.demoteDefaults<R>(owned.prefix(customerId), iso)
+        : NO_WRITES;
+      return {
+        checks: [{ key, versionstamp: null }, ...demoted.checks],
+        sets: [{ key, value: record }, ...demoted.sets],
+        status: 201,
+        body: view(record),
+      };
+    });
   }
 
   // ------------------------------------------------------------- cards
 
   /** POST /customers/{customerId}/cards */
   async createCard(customerId: string, raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(CardInput, asObject(raw));
-    const now = this.#d.now();
-    const summary = await cardSummaryFrom(input, now, "");
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: `createCard:${customerId}`,
-        plan: async () => {
-          const iso = now.toISOString();
-          const record: CardRecord = {
-            ...summary,
-            id: this.#d.ids("card_"),
-            customerId,
-            created: iso,
-            updated: iso,
-            default: input.default ?? false,
-            isBusiness: input.isBusiness ?? false,
-            ...(input.commercialCardCode ? { commercialCardCode: input.commercialCardCode } : {}),
-          };
-          const key = ["card", customerId, record.id];
-          const demoted = record.default
-            ? await this.#demoteDefaults<CardRecord>(["card", customerId], iso)
-            : { checks: [], sets: [] };
-          return {
-            checks: [{ key, versionstamp: null }, ...demoted.checks],
-            sets: [{ key, value: record }, ...demoted.sets],
-            status: 201,
-            body: cardCreatedView(record),
-          };
-        },
-      }),
-    );
+    const input = validate(CardInput, raw);
+    const summary = await cardSummaryFrom(input, this.#d.now(), "");
+    return this.#createOwned<CardRecord>("card", customerId, raw, requestId, {
+      ...summary,
+      default: input.default ?? false,
+      isBusiness: input.isBusiness ?? false,
+      ...(input.commercialCardCode ? { commercialCardCode: input.commercialCardCode } : {}),
+    }, cardCreatedView);
   }
 
   /** GET /customers/{customerId}/cards/{cardId} */
-  async getCard(customerId: string, cardId: string): Promise<Reply> {
-    const e = await this.#d.store.get<CardRecord>(["card", customerId, cardId]);
-    if (!e.value) throw PaymentsError.notFound("cardId");
-    return { status: 200, body: cardView(e.value) };
+  getCard(customerId: string, cardId: string): Promise<Reply> {
+    return this.#read(keys.card(customerId, cardId), "cardId", cardView);
   }
 
   /** GET /customers/{customerId}/cards (newest first) */
   async listCards(customerId: string): Promise<Reply> {
-    const cards = await this.#d.store.listNewestFirst<CardRecord>(["card", customerId]);
+    const cards = await this.#d.store.listNewestFirst<CardRecord>(keys.cards(customerId));
     return { status: 200, body: cards.map(cardView) };
   }
 
   /** DELETE /customers/{customerId}/cards/{cardId} */
   async deleteCard(customerId: string, cardId: string): Promise<Reply> {
-    const ok = await this.#d.store.deleteIfExists(["card", customerId, cardId]);
+    const ok = await this.#d.store.deleteIfExists(keys.card(customerId, cardId));
     if (!ok) throw PaymentsError.notFound("cardId");
     return { status: 200, body: { status: "success", message: "Card deleted.", code: "200" } };
   }
@@ -200,53 +201,34 @@ export class PaymentsService {
 
   /** POST /customers/{customerId}/bank-accounts */
   async createBankAccount(customerId: string, raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(BankAccountInput, asObject(raw));
+    const input = validate(BankAccountInput, raw);
     const summary = await bankSummaryFrom(input, "");
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: `createBankAccount:${customerId}`,
-        plan: async () => {
-          const iso = this.#iso();
-          const record: BankAccountRecord = {
-            ...summary,
-            id: this.#d.ids("ba_"),
-            customerId,
-            created: iso,
-            updated: iso,
-            default: input.default ?? false,
-          };
-          const key = ["bank", customerId, record.id];
-          const demoted = record.default
-            ? await this.#demoteDefaults<BankAccountRecord>(["bank", customerId], iso)
-            : { checks: [], sets: [] };
-          return {
-            checks: [{ key, versionstamp: null }, ...demoted.checks],
-            sets: [{ key, value: record }, ...demoted.sets],
-            status: 201,
-            body: bankAccountView(record, true),
-          };
-        },
-      }),
+    return this.#createOwned<BankAccountRecord>(
+      "bankAccount",
+      customerId,
+      raw,
+      requestId,
+      { ...summary, default: input.default ?? false },
+      (r) => bankAccountView(r, true),
     );
   }
 
   /** GET /customers/{customerId}/bank-accounts/{bankAccountId} */
-  async getBankAccount(customerId: string, id: string): Promise<Reply> {
-    const e = await this.#d.store.get<BankAccountRecord>(["bank", customerId, id]);
-    if (!e.value) throw PaymentsError.notFound("bankAccountId");
-    return { status: 200, body: bankAccountView(e.value) };
+  getBankAccount(customerId: string, id: string): Promise<Reply> {
+    return this.#read(keys.bankAccount(customerId, id), "bankAccountId", bankAccountView);
   }
 
   /** GET /customers/{customerId}/bank-accounts (newest first) */
   async listBankAccounts(customerId: string): Promise<Reply> {
-    const list = await this.#d.store.listNewestFirst<BankAccountRecord>(["bank", customerId]);
+    const list = await this.#d.store.listNewestFirst<BankAccountRecord>(
+      keys.bankAccounts(customerId),
+    );
     return { status: 200, body: list.map((r) => bankAccountView(r)) };
   }
 
   /** DELETE /customers/{customerId}/bank-accounts/{bankAccountId} */
   async deleteBankAccount(customerId: string, id: string): Promise<Reply> {
-    const ok = await this.#d.store.deleteIfExists(["bank", customerId, id]);
+    const ok = await this.#d.store.deleteIfExists(keys.bankAccount(customerId, id));
     if (!ok) throw PaymentsError.notFound("bankAccountId");
     return { status: 200, body: { status: "success", message: "Bank account deleted." } };
   }
@@ -255,54 +237,49 @@ export class PaymentsService {
 
   /** POST /payments/tokens (public): a card or bank account → one-time token. */
   async createToken(raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(TokenInput, asObject(raw));
-    if (!input.card && !input.bankAccount) throw PaymentsError.required("card");
-    if (input.card && input.bankAccount) {
-      throw PaymentsError.invalid("bankAccount");
-    }
+    const input = validate(TokenInput, raw);
+    oneOf(input, "card", "bankAccount");
     const now = this.#d.now();
     const card = input.card ? await cardSummaryFrom(input.card, now, "card") : undefined;
     const bank = input.bankAccount
       ? await bankSummaryFrom(input.bankAccount, "bankAccount")
       : undefined;
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: "createToken",
-        plan: () => {
-          const record: TokenRecord = {
-            id: this.#d.ids("tok_"),
-            type: card ? "card" : "bank_account",
-            created: now.toISOString(),
-            expiresAt: now.getTime() + TOKEN_TTL_MS,
-            ...(card ? { card } : {}),
-            ...(bank ? { bank } : {}),
-          };
-          const key = ["token", record.id];
-          return Promise.resolve({
-            checks: [{ key, versionstamp: null }],
-            sets: [{ key, value: record, expireIn: TOKEN_TTL_MS }],
-            status: 201,
-            body: tokenView(record),
-          });
-        },
-      }),
-    );
+    return this.#change("createToken", raw, requestId, () => {
+      const record: TokenRecord = {
+        // The token stands in for the card: 130 random bits, not a time-ordered id.
+        id: `tok_${randomCode(26, this.#d.random)}`,
+        type: card ? "card" : "bank_account",
+        created: now.toISOString(),
+        expiresAt: now.getTime() + TOKEN_TTL_MS,
+        ...(card ? { card } : {}),
+        ...(bank ? { bank } : {}),
+      };
+      const key = keys.token(record.id);
+      return Promise.resolve({
+        checks: [{ key, versionstamp: null }],
+        sets: [{ key, value: record, expireIn: TOKEN_TTL_MS }],
+        status: 201,
+        body: tokenView(record),
+      });
+    });
   }
 
-  /** Read a live token of the wanted type or throw `token is invalid.`. */
-  async #liveToken(
-    id: string,
+  /**
+   * Read a live token of the wanted type (its `value`, the same string as
+   * its id) or throw `token is invalid.`; the plan then checks it and
+   * deletes it in its commit (a token pays once).
+   */
+  async #spendToken(
+    value: string,
     type: TokenRecord["type"],
-  ): Promise<Deno.KvEntry<TokenRecord>> {
-    const e = await this.#d.store.get<TokenRecord>(["token", id]);
-    if (
-      e.versionstamp === null || e.value.type !== type ||
-      e.value.expiresAt <= this.#d.now().getTime()
-    ) {
-      throw PaymentsError.invalid("token");
-    }
-    return e;
+    plan: Pick<CommitPlan, "checks"> & { deletes: Deno.KvKey[] },
+  ): Promise<TokenRecord> {
+    const e = await this.#d.store.get<TokenRecord>(keys.token(value));
+    const rule = tokenProblem(e.value, type, this.#d.now().getTime());
+    if (rule || e.versionstamp === null) throw PaymentsError.invalid("token", undefined, rule);
+    plan.checks.push(e);
+    plan.deletes.push(e.key);
+    return e.value;
   }
 
   // ------------------------------------------------------------ charges
@@ -312,12 +289,9 @@ export class PaymentsService {
    * it is returned in the `Request-Id` header and addresses the void.
    */
   async createCharge(raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(ChargeInput, asObject(raw));
-    if (!input.card && !input.token) throw PaymentsError.required("card");
-    if (input.card && input.token) {
-      throw PaymentsError.invalid("token");
-    }
-    const amount = amountOf(input.amount, "amount")!;
+    const input = validate(ChargeInput, raw);
+    oneOf(input, "card", "token");
+    const amount = amountAt(input.amount, "amount")!;
     const now = this.#d.now();
     const rid = requestId ?? this.#d.ids("req_");
     let cardFromInput: CardSummary | undefined;
@@ -326,64 +300,58 @@ export class PaymentsService {
       cardFromInput = await cardSummaryFrom(input.card, now, "card");
     }
     try {
-      return reply(
-        await this.#d.store.change({
+      return await this.#change("createCharge", raw, rid, async (attempt) => {
+        // The Request-Id must not address another charge; the check in the
+        // commit enforces it, and a retry after a failed commit tells why.
+        const spent = {
+          checks: [{ key: keys.chargeRequest(rid), versionstamp: null }] as Deno.AtomicCheck[],
+          deletes: [] as Deno.KvKey[],
+        };
+        let card = cardFromInput;
+        if (!card) {
+          card = (await this.#spendToken(input.token!, "card", spent)).card!;
+          this.#applyTrigger(card.name, "token");
+        }
+        if (attempt > 0) {
+          const prior = await this.#d.store.get(keys.chargeRequest(rid));
+          if (prior.versionstamp !== null) {
+            throw PaymentsError.invalid(
+              "requestId",
+              undefined,
+              "this Request-Id created another charge (it addresses that charge's void)",
+            );
+          }
+        }
+        const declined = triggerOf(card.name) === "decline";
+        const iso = now.toISOString();
+        const record: ChargeRecord = {
+          id: this.#d.ids("ch_"),
           requestId: rid,
-          op: "createCharge",
-          plan: async (attempt) => {
-            // The Request-Id must not address another charge; the check in the
-            // commit enforces it, and a retry after a failed commit tells why.
-            const checks: Deno.AtomicCheck[] = [{ key: ["charge_req", rid], versionstamp: null }];
-            const deletes: Deno.KvKey[] = [];
-            let card = cardFromInput;
-            if (!card) {
-              const tok = await this.#liveToken(input.token!, "card");
-              this.#applyTrigger(tok.value.card!.name, "token");
-              card = tok.value.card!;
-              checks.push(tok);
-              deletes.push(tok.key);
-            }
-            if (attempt > 0) {
-              const prior = await this.#d.store.get(["charge_req", rid]);
-              if (prior.versionstamp !== null) throw PaymentsError.invalid("requestId");
-            }
-            const declined = triggerOf(card.name) === "decline";
-            const iso = now.toISOString();
-            const record: ChargeRecord = {
-              id: this.#d.ids("ch_"),
-              requestId: rid,
-              created: iso,
-              updated: iso,
-              amount,
-              currency: input.currency,
-              description: input.description ?? "",
-              capture: input.capture ?? false,
-              status: declined ? "DECLINED" : input.capture ? "CAPTURED" : "AUTHORIZED",
-              authCode: declined ? "" : randomCode(6, this.#d.random),
-              card,
-              context: contextFrom(input.context),
-              cardOnFile: input.cardOnFile ?? false,
-              refunded: 0,
-            };
-            checks.push({ key: ["charge", record.id], versionstamp: null });
-            const view = chargeViewOf(record);
-            return {
-              checks,
-              sets: [
-                { key: ["charge", record.id], value: record },
-                { key: ["charge_req", rid], value: record.id },
-              ],
-              deletes,
-              // The charge is new (its key is checked absent): no cache holds it.
-              newViews: true,
-              status: 201,
-              body: view.body,
-              json: view.json,
-              headers: { "Request-Id": rid },
-            };
-          },
-        }),
-      );
+          created: iso,
+          updated: iso,
+          amount,
+          currency: input.currency,
+          description: input.description ?? "",
+          capture: input.capture ?? false,
+          status: declined ? "DECLINED" : input.capture ? "CAPTURED" : "AUTHORIZED",
+          authCode: declined ? "" : randomCode(6, this.#d.random),
+          card,
+          context: contextFrom(input.context),
+          cardOnFile: input.cardOnFile ?? false,
+          refunded: 0,
+        };
+        const key = keys.charge(record.id);
+        return {
+          checks: [...spent.checks, { key, versionstamp: null }],
+          sets: [{ key, value: record }, { key: keys.chargeRequest(rid), value: record.id }],
+          deletes: spent.deletes,
+          // The charge is new (its key is checked absent): no cache holds it.
+          newViews: true,
+          status: 201,
+          body: chargeView(record),
+          headers: { "Request-Id": rid },
+        };
+      });
     } catch (err) {
       // Outcome unknown (the store did not answer): the client needs the
       // Request-Id, generated or not, to retry (a replay if it was applied).
@@ -396,7 +364,9 @@ export class PaymentsService {
 
   #applyTrigger(name: string | undefined, numberPath: string): void {
     const t = triggerOf(name);
-    if (t === "invalid_number") throw PaymentsError.invalid(numberPath);
+    if (t === "invalid_number") {
+      throw PaymentsError.invalid(numberPath, undefined, "sandbox trigger emulate=10301");
+    }
     if (t === "system_error") throw PaymentsError.system("emulated processor failure (10201)");
   }
 
@@ -404,191 +374,138 @@ export class PaymentsService {
   async getCharge(id: string): Promise<Reply> {
     // Through the view cache, which keeps the response text: a repeated read
     // decodes and builds nothing.
-    const json = await this.#d.store.getView(["charge", id], chargeJson);
+    const json = await this.#d.store.getView(keys.charge(id), chargeJson);
     if (json === null) throw PaymentsError.notFound("chargeId");
     return { status: 200, body: undefined, json };
   }
 
-  async #chargeEntry(id: string): Promise<Deno.KvEntry<ChargeRecord>> {
-    const e = await this.#d.store.get<ChargeRecord>(["charge", id]);
-    if (e.versionstamp === null) throw PaymentsError.notFound("chargeId");
-    return e;
+  /**
+   * A change of an existing charge (capture, refund, void): `next` turns
+   * the charge's fresh entry into the new charge, the records written with
+   * it and the reply. The commit checks the charge's versionstamp (a
+   * concurrent change makes it plan again) and bumps the view epoch.
+   */
+  #changeCharge(
+    op: string,
+    raw: unknown,
+    requestId: string | undefined,
+    chargeId: string | (() => Promise<string>),
+    next: (
+      charge: ChargeRecord,
+      iso: string,
+    ) => { charge: ChargeRecord; sets?: CommitPlan["sets"]; status: number; body: unknown },
+  ): Promise<Reply> {
+    return this.#change(op, raw, requestId, async () => {
+      const id = typeof chargeId === "string" ? chargeId : await chargeId();
+      const e = await this.#d.store.require<ChargeRecord>(keys.charge(id), "chargeId");
+      const out = next(e.value, this.#iso());
+      return {
+        checks: [e],
+        sets: [{ key: e.key, value: out.charge }, ...out.sets ?? []],
+        deletes: [keys.legacyChargeView(e.value.id)],
+        status: out.status,
+        body: out.body,
+      };
+    });
   }
 
   /** POST /payments/charges/{chargeId}/capture */
-  async capture(id: string, raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(AdjustInput, asObject(raw));
-    const amount = amountOf(input.amount, "amount");
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: `capture:${id}`,
-        plan: async () => {
-          const e = await this.#chargeEntry(id);
-          const next = capture(e.value, {
-            amount,
-            description: input.description ?? "",
-            context: contextFrom(input.context),
-            now: this.#iso(),
-          });
-          const view = chargeViewOf(next);
-          return {
-            checks: [e],
-            sets: [{ key: ["charge", id], value: next }],
-            deletes: [legacyViewKey(id)],
-            status: 200,
-            body: view.body,
-            json: view.json,
-          };
-        },
-      }),
-    );
+  capture(id: string, raw: unknown, requestId?: string): Promise<Reply> {
+    const adj = adjustmentOf(raw);
+    return this.#changeCharge(`capture:${id}`, raw, requestId, id, (c, now) => {
+      const charge = capture(c, { ...adj, now });
+      return { charge, status: 200, body: chargeView(charge) };
+    });
   }
 
   /** POST /payments/charges/{chargeId}/refunds */
-  async refund(id: string, raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(AdjustInput, asObject(raw));
-    const amount = amountOf(input.amount, "amount");
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: `refund:${id}`,
-        plan: async () => {
-          const e = await this.#chargeEntry(id);
-          const iso = this.#iso();
-          const context = contextFrom(input.context);
-          const out = refund(e.value, {
-            amount,
-            description: input.description ?? "",
-            context,
-            now: iso,
-          });
-          const record: AdjustmentRecord = {
-            id: this.#d.ids("rf_"),
-            chargeId: id,
-            type: "REFUND",
-            status: "ISSUED",
-            amount: out.amount,
-            created: iso,
-            description: input.description ?? "",
-            context,
-          };
-          return {
-            checks: [e],
-            sets: [
-              { key: ["charge", id], value: out.charge },
-              { key: ["refund", id, record.id], value: record },
-            ],
-            deletes: [legacyViewKey(id)],
-            status: 201,
-            body: refundView(record),
-          };
-        },
-      }),
-    );
+  refund(id: string, raw: unknown, requestId?: string): Promise<Reply> {
+    const adj = adjustmentOf(raw);
+    return this.#changeCharge(`refund:${id}`, raw, requestId, id, (c, now) => {
+      const refundId = this.#d.ids("rf_");
+      const out = refund(c, { ...adj, now }, refundId);
+      const record = issued("REFUND", refundId, id, out.amount, now, adj);
+      return {
+        charge: out.charge,
+        sets: [{ key: keys.refund(id, refundId), value: record }],
+        status: 201,
+        body: refundView(record),
+      };
+    });
   }
 
   /** GET /payments/charges/{chargeId}/refunds/{refundId} */
-  async getRefund(chargeId: string, refundId: string): Promise<Reply> {
-    const e = await this.#d.store.get<AdjustmentRecord>(["refund", chargeId, refundId]);
-    if (!e.value) throw PaymentsError.notFound("refundId");
-    return { status: 200, body: refundView(e.value) };
+  getRefund(chargeId: string, refundId: string): Promise<Reply> {
+    return this.#read(keys.refund(chargeId, refundId), "refundId", refundView);
+  }
+
+  /** GET /payments/charges/{chargeId}/refunds (newest first; 404 for an unknown charge) */
+  async listRefunds(chargeId: string): Promise<Reply> {
+    await this.#d.store.require(keys.charge(chargeId), "chargeId");
+    const list = await this.#d.store.listNewestFirst<AdjustmentRecord>(keys.refunds(chargeId));
+    return { status: 200, body: list.map(refundView) };
   }
 
   /** POST /payments/txn-requests/{chargeRequestId}/void */
-  async voidByRequest(chargeRequestId: string, raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(VoidInput, asObject(raw));
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: `void:${chargeRequestId}`,
-        plan: async () => {
-          const ref = await this.#d.store.get<string>(["charge_req", chargeRequestId]);
-          if (ref.value === null) throw PaymentsError.notFound("chargeRequestId");
-          const e = await this.#chargeEntry(ref.value);
-          const iso = this.#iso();
-          const out = voidCharge(e.value, iso);
-          const record: AdjustmentRecord = {
-            id: this.#d.ids("vd_"),
-            chargeId: e.value.id,
-            type: "VOID",
-            status: "ISSUED",
-            amount: out.amount,
-            created: iso,
-            description: input.description ?? "",
-            context: contextFrom(input.context),
-          };
-          return {
-            checks: [e],
-            sets: [
-              { key: ["charge", e.value.id], value: out.charge },
-              { key: ["void", record.id], value: record },
-            ],
-            deletes: [legacyViewKey(e.value.id)],
-            status: 201,
-            body: voidView(record),
-          };
-        },
-      }),
-    );
+  voidByRequest(chargeRequestId: string, raw: unknown, requestId?: string): Promise<Reply> {
+    const input = validate(VoidInput, raw);
+    const chargeId = async () =>
+      (await this.#d.store.require<string>(keys.chargeRequest(chargeRequestId), "chargeRequestId"))
+        .value;
+    return this.#changeCharge(`void:${chargeRequestId}`, raw, requestId, chargeId, (c, now) => {
+      const out = voidCharge(c, now);
+      const record = issued("VOID", this.#d.ids("vd_"), c.id, out.amount, now, {
+        description: input.description ?? "",
+        context: contextFrom(input.context),
+      });
+      return {
+        charge: out.charge,
+        sets: [{ key: keys.void(record.id), value: record }],
+        status: 201,
+        body: voidView(record),
+      };
+    });
   }
 
   // ------------------------------------------------------------ e-checks
 
   /** POST /payments/echecks (lower camelCase or capitalised fields) */
   async createECheck(raw: unknown, requestId?: string): Promise<Reply> {
-    const input = validate(ECheckInput, lowerFirstKeys(asObject(raw), 3));
-    if (!input.bankAccount && !input.token) throw PaymentsError.required("bankAccount");
-    if (input.bankAccount && input.token) {
-      throw PaymentsError.invalid("token");
-    }
-    const amount = amountOf(input.amount, "amount")!;
+    const input = validate(ECheckInput, lowerFirstKeys(raw, 3));
+    oneOf(input, "bankAccount", "token");
+    const amount = amountAt(input.amount, "amount")!;
     const fromInput = input.bankAccount
       ? await bankSummaryFrom(input.bankAccount, "bankAccount")
       : undefined;
-    return reply(
-      await this.#d.store.change({
-        requestId,
-        op: "createECheck",
-        plan: async () => {
-          const checks: Deno.AtomicCheck[] = [];
-          const deletes: Deno.KvKey[] = [];
-          let bank: BankSummary | undefined = fromInput;
-          if (!bank) {
-            const tok = await this.#liveToken(input.token!, "bank_account");
-            bank = tok.value.bank!;
-            checks.push(tok);
-            deletes.push(tok.key);
-          }
-          const record: ECheckRecord = {
-            id: this.#d.ids("ec_"),
-            created: this.#iso(),
-            amount,
-            authCode: randomCode(6, this.#d.random),
-            bank,
-            checkNumber: input.checkNumber ?? "",
-            context: contextFrom(input.context),
-            description: input.description ?? "",
-            paymentMode: input.paymentMode,
-            status: "PENDING",
-          };
-          checks.push({ key: ["echeck", record.id], versionstamp: null });
-          return {
-            checks,
-            sets: [{ key: ["echeck", record.id], value: record }],
-            deletes,
-            status: 201,
-            body: echeckView(record),
-          };
-        },
-      }),
-    );
+    return this.#change("createECheck", raw, requestId, async () => {
+      const spent = { checks: [] as Deno.AtomicCheck[], deletes: [] as Deno.KvKey[] };
+      const bank: BankSummary = fromInput ??
+        (await this.#spendToken(input.token!, "bank_account", spent)).bank!;
+      const record: ECheckRecord = {
+        id: this.#d.ids("ec_"),
+        created: this.#iso(),
+        amount,
+        authCode: randomCode(6, this.#d.random),
+        bank,
+        checkNumber: input.checkNumber ?? "",
+        context: contextFrom(input.context),
+        description: input.description ?? "",
+        paymentMode: input.paymentMode,
+        status: "PENDING",
+      };
+      const key = keys.echeck(record.id);
+      return {
+        checks: [...spent.checks, { key, versionstamp: null }],
+        sets: [{ key, value: record }],
+        deletes: spent.deletes,
+        status: 201,
+        body: echeckView(record),
+      };
+    });
   }
 
   /** GET /payments/echecks/{echeckId} */
-  async getECheck(id: string): Promise<Reply> {
-    const e = await this.#d.store.get<ECheckRecord>(["echeck", id]);
-    if (!e.value) throw PaymentsError.notFound("echeckId");
-    return { status: 200, body: echeckView(e.value) };
+  getECheck(id: string): Promise<Reply> {
+    return this.#read(keys.echeck(id), "echeckId", echeckView);
   }
 }

@@ -4,6 +4,12 @@ import { createProxyApp } from "./app.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { IncomingRequest } from "./server/types.ts";
 import type { Config } from "./config/schema.ts";
+import {
+  UpstreamError,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./upstream/transport.ts";
 
 function configOf(yaml: string): Config {
   const r = parseConfigText(yaml, { checkFiles: false });
@@ -29,23 +35,44 @@ function request(path: string, method = "GET", body: ReadableStream<Uint8Array> 
   } as IncomingRequest;
 }
 
+/** A fake transport: `answer` decides each exchange; every exchange is recorded. */
+function transportOf(
+  answer: (req: UpstreamRequest) => Promise<UpstreamResponse> | UpstreamResponse,
+): UpstreamTransport & { seen: UpstreamRequest[] } {
+  const seen: UpstreamRequest[] = [];
+  return {
+    seen,
+    exchange(req) {
+      seen.push(req);
+      try {
+        return Promise.resolve(answer(req));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    release() {},
+    close: () => Promise.resolve(),
+  };
+}
+
+const ok = (status = 200): UpstreamResponse => ({
+  status,
+  headers: [["content-length", "2"]],
+  body: new TextEncoder().encode("ok"),
+});
+
 Deno.test("proxy app: counters follow the spec's table, globally and per backend", async () => {
   const metrics = new ProxyMetrics();
-  const calls: string[] = [];
+  const transport = transportOf((req) => {
+    if (req.path.endsWith("/boom")) throw new UpstreamError("reset", "connection reset");
+    if (req.path.endsWith("/slow")) throw new UpstreamError("timeout", "no answer");
+    return ok(req.path.endsWith("/missing") ? 404 : 200);
+  });
   const app = createProxyApp({
     config: CONFIG,
     metrics,
     health: { isAvailable: () => true },
-    fetchBackend: (b, url, init) => {
-      calls.push(`${b.id} ${init.method} ${url}`);
-      if (url.endsWith("/boom")) return Promise.reject(new TypeError("connection reset"));
-      if (url.endsWith("/slow")) {
-        return new Promise((_, reject) =>
-          init.signal!.addEventListener("abort", () => reject(init.signal!.reason))
-        );
-      }
-      return Promise.resolve(new Response("ok", { status: url.endsWith("/missing") ? 404 : 200 }));
-    },
+    transport,
   });
   assert.equal((await app(request("/api/x"))).status, 200);
   assert.equal((await app(request("/api/missing"))).status, 404);
@@ -64,89 +91,127 @@ Deno.test("proxy app: counters follow the spec's table, globally and per backend
     0n,
   );
   assert.equal(perBackend, 4n, "the unrouted request belongs to no backend");
-  assert.equal(calls[0], "a1 GET http://10.0.0.1:80/api/x");
+  const first = transport.seen[0];
+  assert.deepEqual([first.address, first.method, first.path, first.authority, first.timeoutMs], [
+    "10.0.0.1:80",
+    "GET",
+    "/api/x",
+    "example.test",
+    50,
+  ]);
 });
 
 Deno.test("proxy app: a connect failure is retried once on the next candidate", async () => {
   const metrics = new ProxyMetrics();
-  const tried: string[] = [];
   const reports: string[] = [];
+  const transport = transportOf((req) => {
+    if (req.address === "10.0.0.1:80") throw new UpstreamError("connect", "connection refused");
+    return ok();
+  });
   const app = createProxyApp({
     config: CONFIG,
     metrics,
     health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
-    fetchBackend: (b) => {
-      tried.push(b.id);
-      if (b.id === "a1") {
-        return Promise.reject(new TypeError("client error (Connect): connection refused"));
-      }
-      return Promise.resolve(new Response("ok"));
-    },
+    transport,
   });
   const res = await app(request("/api/x"));
   assert.equal(res.status, 200);
-  assert.deepEqual(tried, ["a1", "a2"]);
+  assert.equal(res.backend, "a2");
+  assert.deepEqual(transport.seen.map((r) => r.address), ["10.0.0.1:80", "10.0.0.2:80"]);
   assert.deepEqual(reports, ["a1:connect", "a2:success"]);
   assert.equal(metrics.global.get("requests_success"), 1n);
 });
 
 Deno.test("proxy app: a streamed body is never retried", async () => {
-  const tried: string[] = [];
+  const transport = transportOf(() => {
+    throw new UpstreamError("connect", "connection refused");
+  });
   const app = createProxyApp({
     config: CONFIG,
     metrics: new ProxyMetrics(),
     health: { isAvailable: () => true },
-    fetchBackend: (b) => {
-      tried.push(b.id);
-      return Promise.reject(new TypeError("client error (Connect): connection refused"));
-    },
+    transport,
   });
   const body = new ReadableStream<Uint8Array>({ pull: (c) => c.close() });
   const res = await app(request("/api/upload", "POST", body));
   assert.equal(res.status, 502);
-  assert.deepEqual(tried, ["a1"]);
+  assert.equal(transport.seen.length, 1);
 });
 
 Deno.test("proxy app: no available backend → 503", async () => {
+  const transport = transportOf(() => ok());
   const app = createProxyApp({
     config: CONFIG,
     metrics: new ProxyMetrics(),
     health: { isAvailable: () => false },
-    fetchBackend: () => Promise.reject(new Error("must not be called")),
+    transport,
   });
   const res = await app(request("/api/x"));
   assert.equal(res.status, 503);
+  assert.equal(transport.seen.length, 0);
 });
 
-Deno.test("proxy app: request_timeout_ms starts when a streamed upload has been sent", async () => {
-  const slowBody = () => {
-    let n = 0;
-    return new ReadableStream<Uint8Array>({
-      async pull(c) {
-        await new Promise((r) => setTimeout(r, 30));
-        if (n++ < 5) c.enqueue(new Uint8Array(10));
-        else c.close();
-      },
-    });
-  };
+Deno.test("proxy app: TRACE, TRACK and CONNECT are answered 501 by the proxy; health untouched", async () => {
+  const reports: string[] = [];
+  const transport = transportOf(() => ok());
   const app = createProxyApp({
-    config: CONFIG, // request_timeout_ms: 50
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
+    transport,
+  });
+  for (const method of ["TRACE", "TRACK", "trace", "CONNECT"]) {
+    assert.equal((await app(request("/api/x", method))).status, 501, method);
+  }
+  assert.equal(transport.seen.length, 0, "never reaches a backend");
+  assert.deepEqual(reports, []);
+  // Other methods pass exactly as sent: methods are case-sensitive (RFC 9110 §9.1).
+  assert.equal((await app(request("/api/x", "get"))).status, 200);
+  assert.equal(transport.seen[0].method, "get");
+});
+
+Deno.test("proxy app: a request the transport cannot express is 400 and never counts against the backend", async () => {
+  const reports: string[] = [];
+  const metrics = new ProxyMetrics();
+  const app = createProxyApp({
+    config: CONFIG,
+    metrics,
+    health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
+    transport: transportOf(() => {
+      throw new UpstreamError("local", "invalid header");
+    }),
+  });
+  for (let i = 0; i < 20; i++) assert.equal((await app(request("/api/x"))).status, 400);
+  assert.deepEqual(reports, []);
+  assert.equal(metrics.backend("a1").get("backend_errors"), 0n);
+});
+
+Deno.test("RFC 3986 §5.2.4: an ambiguous target is 400 before routing; the routed path is forwarded unchanged", async () => {
+  const transport = transportOf(() => ok());
+  const app = createProxyApp({
+    config: CONFIG,
     metrics: new ProxyMetrics(),
     health: { isAvailable: () => true },
-    fetchBackend: async (_b, url, init) => {
-      const size = (await new Response(init.body).arrayBuffer()).byteLength;
-      if (url.endsWith("/slow-answer")) {
-        await new Promise((_, reject) =>
-          init.signal!.addEventListener("abort", () => reject(init.signal!.reason))
-        );
-      }
-      return new Response(String(size));
-    },
+    transport,
   });
-  // 150 ms of upload against a 50 ms timeout: not cut.
-  const ok = await app(request("/api/upload", "POST", slowBody()));
-  assert.equal(ok.status, 200);
-  // A backend that does not answer after the upload still times out.
-  const late = await app(request("/api/slow-answer", "POST", slowBody()));
-  assert.equal(late.status, 503);
+  for (const p of ["/api/../secret", "/api/%2e%2e/secret", "/api/./x", "/api/x#f", "/api/a b"]) {
+    assert.equal((await app(request(p))).status, 400, p);
+  }
+  assert.equal(transport.seen.length, 0);
+  assert.equal((await app(request("/api//x?q=../a%20b"))).status, 200);
+  assert.equal(transport.seen[0].path, "/api//x?q=../a%20b");
+});
+
+Deno.test("RFC 9114 §3.1: a :scheme other than https is 400", async () => {
+  const transport = transportOf(() => ok());
+  const app = createProxyApp({
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => true },
+    transport,
+  });
+  const req = request("/api/x");
+  const res = await app({ ...req, head: { ...req.head, scheme: "http" } });
+  assert.equal(res.status, 400);
+  assert.equal(transport.seen.length, 0);
 });

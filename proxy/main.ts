@@ -10,16 +10,19 @@
 
 import { parseArgs } from "node:util";
 import { getLogger } from "@logtape/logtape";
-import { setupLogging, teardownLogging } from "../shared/logging.ts";
+import { resolveLogFilePath, setupLogging, teardownLogging } from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
 import type { Config } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
 import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
-import { formatProblem, loadConfig } from "./config/mod.ts";
+import { formatProblem, loadConfig, type TlsPairProblem, type TlsPem } from "./config/mod.ts";
 import { listenQuic } from "./quic/deno_transport.ts";
 import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
+import { createUpstreamTransport } from "./upstream/create_transport.ts";
+import { type AccessLog, createAccessLog } from "./access_log.ts";
+import { settledWithin } from "../shared/deadline.ts";
 
 const HELP = `${PRODUCT} ${VERSION}: HTTP/3 edge proxy forwarding to HTTP/2 backends
 
@@ -42,6 +45,40 @@ Environment:
 /** QPACK dynamic table we offer clients (bytes) and the streams they may block. */
 const QPACK_MAX_TABLE_CAPACITY = 4096;
 const QPACK_BLOCKED_STREAMS = 16;
+
+/**
+ * Loads the certificate and key the way the HTTP/3 listener does (one
+ * `listen()` on a throwaway loopback endpoint, which rustls checks exactly as
+ * it will check the real one), so that a pair that cannot serve is a
+ * configuration problem reported before `Configuration validation successful`,
+ * at startup and on reload alike.
+ */
+function checkTlsPair(pem: TlsPem): Promise<TlsPairProblem | null> {
+  let endpoint: Deno.QuicEndpoint;
+  try {
+    endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: 0 });
+  } catch {
+    return Promise.resolve(null); // no loopback socket: the listener itself will tell
+  }
+  try {
+    endpoint.listen({ cert: pem.cert, key: pem.key, alpnProtocols: ["h3"] });
+    return Promise.resolve(null);
+  } catch (err) {
+    return Promise.resolve(describePairError((err as Error).message));
+  } finally {
+    endpoint.close();
+  }
+}
+
+/** Maps the TLS stack's complaint about a certificate and key to the key to blame. */
+function describePairError(message: string): TlsPairProblem {
+  const text = message.split("\n", 1)[0];
+  if (/KeyMismatch|keys may not be consistent/i.test(text)) {
+    return { at: "key", message: "does not match listen.tls.cert" };
+  }
+  if (/private key/i.test(text)) return { at: "key", message: `cannot be used: ${text}` };
+  return { at: "cert", message: `cannot be used with listen.tls.key: ${text}` };
+}
 
 function parseCli(args: string[]): { config?: string; version: boolean; help: boolean } {
   const { values } = parseArgs({
@@ -78,7 +115,7 @@ async function main(args: string[]): Promise<number> {
     return 1;
   }
 
-  const loaded = await loadConfig(cli.config);
+  const loaded = await loadConfig(cli.config, { checkTlsPair });
   if (!loaded.ok) {
     if (loaded.kind === "load") {
       console.error(`Error loading config: ${loaded.message}`);
@@ -89,6 +126,7 @@ async function main(args: string[]): Promise<number> {
     return 1;
   }
   const config = loaded.config;
+  for (const w of loaded.warnings) console.error(`Warning: ${formatProblem(w)}`);
   console.log("Configuration validation successful");
 
   try {
@@ -104,7 +142,7 @@ async function main(args: string[]): Promise<number> {
   }
   console.log(`${PRODUCT[0].toUpperCase()}${PRODUCT.slice(1)} is starting`);
   try {
-    return await run(config, cli.config);
+    return await run(config, cli.config, loaded.pem!);
   } catch (err) {
     getLogger(["proxy"]).error("fatal: {error}", { error: String(err) });
     console.error(`Error: ${(err as Error).message}`);
@@ -113,30 +151,28 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
-async function run(config: Config, configPath: string): Promise<number> {
+async function run(config: Config, configPath: string, pem: TlsPem): Promise<number> {
   const log = getLogger(["proxy"]);
-  // The loader resolved these against the configuration file's folder.
-  const certPath = config.listen.tls.cert;
-  const keyPath = config.listen.tls.key;
-  const cert = await Deno.readTextFile(certPath);
-  const key = await Deno.readTextFile(keyPath);
-  log.info("certificate loaded from {path}", { path: certPath });
+  // The loader read and checked these (regular files only, bounded, as a
+  // pair the listener accepts) from paths resolved against the config's folder.
+  const { cert, key } = pem;
+  log.info("certificate loaded from {path}", { path: config.listen.tls.cert });
   // The pair new HTTP/3 connections get; a reload re-reads the files.
   let served = { cert, key };
 
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
+  const upstream = createUpstreamTransport(config.limits.upstream_workers);
+  log.info("upstream HTTP/2 exchanges: {where}", {
+    where: upstream.workers === 0
+      ? "on the QUIC thread (limits.upstream_workers: 0)"
+      : `on ${upstream.workers} worker thread${upstream.workers === 1 ? "" : "s"}`,
+  });
   const runtime = new ProxyRuntime(config, {
     userAgent: USER_AGENT,
-    openClient(_address) {
-      // One pooled HTTP/2 (h2c, prior knowledge) client per backend address.
-      const client = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
-      return {
-        fetch: (url, init) => fetch(url, { ...init, client }),
-        close: () => client.close(),
-      };
-    },
+    transport: upstream.transport,
     probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
   });
+  const access = openAccessLog(config);
   runtime.start();
   const metrics = runtime.metrics;
 
@@ -147,6 +183,12 @@ async function run(config: Config, configPath: string): Promise<number> {
     key,
     maxStreams: config.listen.max_streams,
     idleTimeoutMs: config.listen.idle_timeout_ms,
+    limits: {
+      handshakeTimeoutMs: config.limits.handshake_timeout_ms,
+      maxHandshakes: config.limits.max_handshakes,
+      maxConnections: config.limits.max_connections,
+      maxPerAddress: config.limits.max_connections_per_address,
+    },
   });
   const server = new H3Server(transport, {
     handler: runtime.handler,
@@ -158,6 +200,7 @@ async function run(config: Config, configPath: string): Promise<number> {
     hooks: {
       streamOpened: () => metrics.activeStreams++,
       streamClosed: () => metrics.activeStreams--,
+      requestDone: access?.log,
     },
     onConnectionOpened: () => metrics.activeConnections++,
     onConnectionClosed: () => metrics.activeConnections--,
@@ -186,7 +229,9 @@ async function run(config: Config, configPath: string): Promise<number> {
   // reads the file after it was asked for (a change written meanwhile is
   // not lost).
   const reload = serialRuns(async (): Promise<ReloadOutcome> => {
-    const loaded = await loadConfig(configPath);
+    // Every file is read off the event loop, bounded, regular files only: a
+    // FIFO or a device in place of a file rejects the reload, never hangs it.
+    const loaded = await loadConfig(configPath, { checkTlsPair });
     if (!loaded.ok) {
       const errors = loaded.kind === "load"
         ? [loaded.message]
@@ -195,15 +240,15 @@ async function run(config: Config, configPath: string): Promise<number> {
       log.error("configuration reload failed; the previous configuration keeps serving");
       return { ok: false, errors };
     }
+    for (const w of loaded.warnings) {
+      log.warn("reload: {warning}", { warning: formatProblem(w) });
+    }
     // The certificate first: a pair that cannot be used rejects the whole
     // reload, before anything else changes.
     const tls = loaded.config.listen.tls;
     let renewed: boolean;
     try {
-      const next = {
-        cert: await Deno.readTextFile(tls.cert),
-        key: await Deno.readTextFile(tls.key),
-      };
+      const next = loaded.pem!;
       renewed = next.cert !== served.cert || next.key !== served.key;
       if (renewed) {
         transport.setCertificate(next.cert, next.key);
@@ -257,15 +302,45 @@ async function run(config: Config, configPath: string): Promise<number> {
   Deno.removeSignalListener("SIGHUP", onHup);
 
   log.info("Draining connections ({reason})", { reason });
-  const drains: Promise<unknown>[] = [server.shutdown(config.limits.drain_timeout_ms)];
-  if (fallback) drains.push(fallback.shutdown());
+  const drainMs = config.limits.drain_timeout_ms;
+  const drains: Promise<unknown>[] = [server.shutdown(drainMs)];
+  // Deno.serve's shutdown waits for every handler; past the drain bound the
+  // transport is closed below, which ends whatever a handler still waits on.
+  if (fallback) drains.push(settledWithin(fallback.shutdown(), drainMs));
   await Promise.allSettled(drains);
-  await admin?.shutdown();
+  // Cancels every exchange still open with a backend (and ends the workers).
   await runtime.stop();
+  await settledWithin(admin?.shutdown() ?? Promise.resolve(), 1000);
   probeClient.close();
+  access?.close();
   log.info("Shutdown complete");
   await teardownLogging();
   return 0;
+}
+
+/**
+ * The access log of `log.access`: its own file, else the log file, else
+ * stderr; off when disabled or when its level (info, category
+ * `proxy::access`) is filtered out by `log.level` or `RUST_LOG`.
+ */
+function openAccessLog(config: Config): AccessLog | undefined {
+  const conf = config.log.access;
+  if (!conf.enabled || !getLogger(["proxy", "access"]).isEnabledFor("info")) return undefined;
+  const encoder = new TextEncoder();
+  let out: { writeSync(p: Uint8Array): number } = Deno.stderr;
+  const path = conf.file ??
+    (config.log.file.enabled ? resolveLogFilePath(PRODUCT, config.log.file.path) : undefined);
+  if (path !== undefined) {
+    out = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
+  }
+  return createAccessLog({
+    format: conf.format,
+    write(text) {
+      const bytes = encoder.encode(text);
+      let off = 0;
+      while (off < bytes.length) off += out.writeSync(bytes.subarray(off));
+    },
+  });
 }
 
 if (import.meta.main) {

@@ -15,21 +15,16 @@ import { HealthChecker, PassiveHealth, type ProbeFetch } from "./health/mod.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { MetricsView } from "./metrics/prometheus.ts";
 import type { RequestHandler } from "./server/types.ts";
+import type { UpstreamTransport } from "./upstream/transport.ts";
 
 const log = getLogger(["proxy", "runtime"]);
-
-/** A pooled HTTP/2 client for one backend address. */
-export interface BackendClient {
-  fetch(url: string, init: RequestInit): Promise<Response>;
-  close(): void;
-}
 
 /** What the runtime needs from the outside world (main.ts wires real ones). */
 export interface RuntimeOptions {
   /** `spooky/<version>` for health probes. */
   userAgent: string;
-  /** Opens the h2c client of one backend address. */
-  openClient(address: string): BackendClient;
+  /** Carries requests to backends (pooled HTTP/2 per address; in process or on workers). */
+  transport: UpstreamTransport;
   /** Transport of health probes. */
   probeFetch: ProbeFetch;
   /** Monotonic milliseconds; default `performance.now`. */
@@ -86,7 +81,7 @@ function restartNotes(prev: Config, next: Config): string[] {
  *
  * @example
  * ```ts
- * const runtime = new ProxyRuntime(config, { userAgent, openClient, probeFetch });
+ * const runtime = new ProxyRuntime(config, { userAgent, transport, probeFetch });
  * runtime.start();
  * const server = new H3Server(transport, { handler: runtime.handler, ... });
  * await runtime.reload(newConfig); // routes, pools, weights and checks swap
@@ -99,7 +94,6 @@ export class ProxyRuntime {
   readonly handler: RequestHandler;
   readonly #opts: RuntimeOptions;
   readonly #now: () => number;
-  readonly #clients = new Map<string, BackendClient>();
   readonly #disabled = new Set<string>();
   readonly #weights = new Map<string, number>();
   readonly #passive: PassiveHealth | null;
@@ -138,15 +132,6 @@ export class ProxyRuntime {
     this.#gen.checker.start();
   }
 
-  #client(address: string): BackendClient {
-    let c = this.#clients.get(address);
-    if (!c) {
-      c = this.#opts.openClient(address);
-      this.#clients.set(address, c);
-    }
-    return c;
-  }
-
   #effectiveConfig(config: Config): Config {
     if (this.#weights.size === 0) return config;
     const copy = structuredClone(config) as Config;
@@ -164,7 +149,7 @@ export class ProxyRuntime {
     return createProxyApp({
       config: this.#effectiveConfig(config),
       metrics: this.metrics,
-      fetchBackend: (b, url, init) => this.#client(b.address).fetch(url, init),
+      transport: this.#opts.transport,
       health: {
         isAvailable: (id) =>
           !this.#disabled.has(id) && checker.isHealthy(id) && !(passive?.isEjected(id) ?? false),
@@ -209,18 +194,17 @@ export class ProxyRuntime {
     if (this.#started) gen.checker.start();
     this.#gen = gen;
     await old.checker.stop();
-    // Clients of addresses no longer used close once the old generation's
-    // requests are done.
+    // Connections to addresses no longer used close once the old
+    // generation's requests are done.
+    const before = new Set(
+      Object.values(old.config.upstream).flatMap((u) => u.backends.map((b) => b.address)),
+    );
     const used = new Set(
       Object.values(next.upstream).flatMap((u) => u.backends.map((b) => b.address)),
     );
     this.#whenIdle(old).then(() => {
-      if (this.#gen !== gen) return; // another reload took over; it will clean up
-      for (const [address, client] of this.#clients) {
-        if (!used.has(address)) {
-          client.close();
-          this.#clients.delete(address);
-        }
+      for (const address of before) {
+        if (!used.has(address) && !this.#inUse(address)) this.#opts.transport.release(address);
       }
     });
     log.info("configuration reloaded: {pools} pools, {backends} backends", {
@@ -319,10 +303,16 @@ export class ProxyRuntime {
     };
   }
 
-  /** Stops health checks and closes every backend client. */
+  /** Whether the configuration served now uses a backend address. */
+  #inUse(address: string): boolean {
+    return Object.values(this.#gen.config.upstream).some((u) =>
+      u.backends.some((b) => b.address === address)
+    );
+  }
+
+  /** Stops health checks and closes the upstream transport (pending exchanges are cancelled). */
   async stop(): Promise<void> {
     await this.#gen.checker.stop();
-    for (const c of this.#clients.values()) c.close();
-    this.#clients.clear();
+    await this.#opts.transport.close();
   }
 }

@@ -84,6 +84,50 @@ export function deadline<T>(p: Promise<T>, ms: number, late: () => Error): Promi
   });
 }
 
+/** An idle deadline that moves forward with each sign of progress; see {@link idleWatch}. */
+export interface IdleWatch {
+  /** Progress: the deadline is `ms` from now again. */
+  touch(): void;
+  /** Stops watching (idempotent); `onIdle` will not be called. */
+  cancel(): void;
+}
+
+/**
+ * Calls `onIdle` once no {@link IdleWatch.touch} has come for `ms` (up to a
+ * quarter of `ms`, at most 250 ms, late). A touch costs one clock read, no
+ * timer: all watches share the sweeper's interval, so a request body can
+ * report progress per chunk for free.
+ *
+ * @example
+ * ```ts
+ * const watch = idleWatch(30_000, () => stream.close());
+ * stream.on("data", () => watch.touch());
+ * stream.on("end", () => watch.cancel());
+ * ```
+ */
+export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
+  if (!Number.isFinite(ms)) return { touch() {}, cancel() {} };
+  let done = false;
+  const w: Waiting = {
+    expires: performance.now() + ms,
+    fail: () => {
+      done = true;
+      onIdle();
+    },
+  };
+  sweeper.add(w, ms);
+  return {
+    touch() {
+      if (!done) w.expires = performance.now() + ms;
+    },
+    cancel() {
+      if (done) return;
+      done = true;
+      sweeper.remove(w);
+    },
+  };
+}
+
 /**
  * Wait for `p` for at most `ms` (a one-off wait, such as a drain at
  * shutdown, timed exactly with its own timer): true when `p` settled in time,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deadline, settledWithin } from "./deadline.ts";
+import { deadline, idleWatch, settledWithin } from "./deadline.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -32,4 +32,24 @@ Deno.test("settledWithin: true when the promise settles in time (resolved or rej
   const started = performance.now();
   assert.equal(await settledWithin(new Promise(() => {}), 30), false);
   assert.ok(performance.now() - started >= 29);
+});
+
+Deno.test("idleWatch: fires once after ms without a touch; touches push it back; cancel stops it", async () => {
+  let fired = 0;
+  const w = idleWatch(40, () => fired++);
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    w.touch();
+  }
+  assert.equal(fired, 0, "touched every 20 ms: never idle for 40 ms");
+  await new Promise((r) => setTimeout(r, 90));
+  assert.equal(fired, 1);
+  w.touch();
+  await new Promise((r) => setTimeout(r, 90));
+  assert.equal(fired, 1, "fires once");
+  let other = 0;
+  const c = idleWatch(20, () => other++);
+  c.cancel();
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(other, 0);
 });

@@ -35,7 +35,11 @@ import {
 
 /** Raised for any invalid logging configuration (bad level, bad RUST_LOG, unwritable file). */
 export class LogConfigError extends Error {
-  /** @param message what is wrong, naming the bad value. */
+  /**
+   * Creates the error.
+   *
+   * @param message what is wrong, naming the bad value.
+   */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "LogConfigError";
@@ -67,6 +71,21 @@ export const LEVEL_NAMES: Readonly<Record<string, LevelOrOff>> = Object.freeze({
 });
 
 /**
+ * The level a name in {@link LEVEL_NAMES} means, in any case (no trimming),
+ * or `null` for an unknown name.
+ *
+ * @example
+ * ```ts
+ * lookupLevel("Scream"); // "warning"
+ * lookupLevel("loud");   // null
+ * ```
+ */
+export function lookupLevel(name: string): LevelOrOff | null {
+  const key = name.toLowerCase();
+  return Object.hasOwn(LEVEL_NAMES, key) ? LEVEL_NAMES[key] : null;
+}
+
+/**
  * Parses a level name, case-insensitively: whisper (trace), haunt (debug),
  * ghost or spooky (info), scream (warn), poltergeist (error), silence (off), and
  * the standard trace, debug, info, warn/warning, error, off.
@@ -80,8 +99,8 @@ export const LEVEL_NAMES: Readonly<Record<string, LevelOrOff>> = Object.freeze({
  * ```
  */
 export function parseLevel(name: string): LogLevel | "off" {
-  const key = name.trim().toLowerCase();
-  if (Object.hasOwn(LEVEL_NAMES, key)) return LEVEL_NAMES[key];
+  const level = lookupLevel(name.trim());
+  if (level !== null) return level;
   throw new LogConfigError(
     `unknown log level ${JSON.stringify(name)}; accepted: ${Object.keys(LEVEL_NAMES).join(", ")}`,
   );
@@ -179,6 +198,9 @@ export function formatLine(record: LogRecord): string {
 
 const REDACTED = "[REDACTED]";
 
+/** One path segment's characters (what ends a segment: `/ ? # & ; , ) ] }`, quotes, space). */
+const SEGMENT = "[^/\\s?#&;,)\\]}\"']";
+
 /** Keys whose values are secrets in `key=value`, `key: value` and JSON-ish text. */
 const SECRET_KEYS =
   "[\\w-]*(?:password|passwd|passphrase|secret|token|api[_-]?key)|cvc|cvv2?|card[_-]?number|account[_-]?number|pan";
@@ -208,6 +230,32 @@ export const REDACTION_PATTERNS: readonly RedactionPattern[] = [
     pattern: /\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9\-._~+/]+=*/gi,
     replacement: (_m: string, scheme: string) => `${scheme} ${REDACTED}`,
   },
+  {
+    // A path segment named after a secret carries one in the next segment:
+    // /payments/tokens/{token}, /api-keys/{key}, /bearer/{token}.
+    pattern: new RegExp(
+      `(/(?:[\\w-]*(?:tokens?|secrets?|passwords?|passwd|passphrase|api[_-]?keys?|credentials?)|bearer)/)` +
+        `(?!\\[REDACTED\\])${SEGMENT}+`,
+      "gi",
+    ),
+    replacement: (_m: string, head: string) => `${head}${REDACTED}`,
+  },
+  {
+    // One-time payment tokens (tok_...) wherever they appear.
+    pattern: /\b(tok_)[A-Za-z0-9]{8,}/g,
+    replacement: (_m: string, prefix: string) => `${prefix}${REDACTED}`,
+  },
+  {
+    // A bearer-looking path segment or query value: 32+ characters of the
+    // base64url / token alphabet mixing upper case, lower case and digits,
+    // or 32+ hex digits (ids such as ch_01M86GGC8E9GP0RFPMH3BPF1 and UUIDs stay).
+    pattern: new RegExp(
+      `(?<=[/=])(?:(?=[\\w.~+-]*[A-Z])(?=[\\w.~+-]*[a-z])(?=[\\w.~+-]*\\d)[\\w.~+-]{32,}={0,2}` +
+        `|[0-9A-Fa-f]{32,})(?=$|[^\\w.~+=-])`,
+      "g",
+    ),
+    replacement: REDACTED,
+  },
   JWT_PATTERN,
   CREDIT_CARD_NUMBER_PATTERN,
 ];
@@ -227,7 +275,11 @@ const SECRET_FIELDS: RegExp[] = [
 
 /**
  * Formats a record with {@link formatLine} and then redacts card numbers,
- * bearer tokens, JWTs and secret `key=value` pairs from the text.
+ * bearer tokens, JWTs and secret `key=value` pairs from the text, and from
+ * request paths: the segment after one named after a secret
+ * (`/payments/tokens/[REDACTED]`), one-time tokens (`tok_[REDACTED]`) and
+ * bearer-looking segments or query values (32+ characters mixing cases and
+ * digits, or 32+ hex digits).
  */
 export const redactedFormatLine: (record: LogRecord) => string = redactByPattern(
   formatLine,
@@ -278,10 +330,15 @@ function dirname(path: string): string {
   return i === 0 ? "/" : path.slice(0, i);
 }
 
+/**
+ * Creates the log file readable and writable by its owner only (0600; its
+ * folder, when created, 0700), since a log line may carry what redaction
+ * missed. An existing file keeps its mode: an operator may have chosen it.
+ */
 function prepareLogFile(path: string): void {
   try {
-    Deno.mkdirSync(dirname(path), { recursive: true });
-    Deno.openSync(path, { append: true, create: true }).close();
+    Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    Deno.openSync(path, { append: true, create: true, mode: 0o600 }).close();
   } catch (cause) {
     throw new LogConfigError(
       `cannot write log file ${JSON.stringify(path)}: ${(cause as Error).message}`,
@@ -343,4 +400,22 @@ export async function setupLogging(opts: LoggingOptions): Promise<void> {
 /** Flushes and closes the sinks and removes the LogTape configuration. */
 export async function teardownLogging(): Promise<void> {
   await reset();
+}
+
+/**
+ * Applies {@link REDACTION_PATTERNS} to a piece of text (a request path, a
+ * header value) on its own, for writers that format outside LogTape, such as
+ * the proxy's access log.
+ *
+ * @example
+ * ```ts
+ * redactText("/payments/tokens/tok_abcdefgh1234?x=1"); // "/payments/tokens/[REDACTED]?x=1"
+ * ```
+ */
+export function redactText(text: string): string {
+  let out = text;
+  for (const { pattern, replacement } of REDACTION_PATTERNS) {
+    out = out.replace(pattern, replacement as (substring: string, ...args: string[]) => string);
+  }
+  return out;
 }

@@ -203,6 +203,30 @@ Deno.test("setupLogging: file output creates folders and substitutes {service}",
   }
 });
 
+Deno.test("setupLogging: a new log file is created 0600 (its new folder 0700); an existing one keeps its mode", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/logs/payments.log`;
+    await setupLogging({ service: "payments", file: { enabled: true, path } });
+    getLogger(["payments"]).info("hello");
+    await teardownLogging();
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    assert.equal((await Deno.stat(`${dir}/logs`)).mode! & 0o777, 0o700);
+    assert.match(await Deno.readTextFile(path), /hello/);
+
+    const chosen = `${dir}/chosen.log`;
+    await Deno.writeTextFile(chosen, "");
+    await Deno.chmod(chosen, 0o640);
+    await setupLogging({ service: "payments", file: { enabled: true, path: chosen } });
+    getLogger(["payments"]).info("again");
+    await teardownLogging();
+    assert.equal((await Deno.stat(chosen)).mode! & 0o777, 0o640);
+  } finally {
+    await teardownLogging();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("resolveLogFilePath: default /var/log/{service}/{service}.log", () => {
   assert.equal(resolveLogFilePath("spooky"), "/var/log/spooky/spooky.log");
   assert.equal(resolveLogFilePath("payments"), "/var/log/payments/payments.log");
@@ -270,6 +294,66 @@ Deno.test("redaction: card numbers, CVC, secrets and bearer tokens never reach t
   assert.match(all, /cvc=\[REDACTED\] password=\[REDACTED\] token: \[REDACTED\]/);
   assert.match(all, /"cvc":"\[REDACTED\]","accountNumber":"\[REDACTED\]","amount":"1.00"/);
   assert.match(all, /authorization: Bearer \[REDACTED\]/);
+});
+
+Deno.test("redaction: tokens and card numbers sent as path segments are redacted", async () => {
+  const bearer = "Xq3vA9_kLm2-ZpR7sTu8wYb4cDe5fGh6jKn1oPq0rS"; // 42 base64url characters
+  const lines = await capture({ level: "debug" }, () => {
+    const log = getLogger(["payments", "http"]);
+    const paths = [
+      "/vendor/v4/payments/tokens/tok_01M86GGC8E9GP0RFPMH3BPF1",
+      "/vendor/v4/payments/tokens/not-a-tok-format-but-still-a-token",
+      "/vendor/v4/customers/c1/cards/4111111111111111",
+      `/vendor/v4/payments/charges/${bearer}`,
+      "/api/session/0123456789abcdef0123456789abcdef01234567/x",
+      "/v1/api-keys/sk_live_shh1/rotate",
+      "/bearer/opaque.value",
+      `/q?sig=${bearer}&tok=tok_ABCDEFGH1234`,
+    ];
+    for (const path of paths) {
+      log.debug("{method} {path} {status}", { method: "GET", path, status: 404 });
+    }
+    getLogger(["proxy", "app"]).debug("routing to backend {id} ({method} {path})", {
+      id: "b1",
+      method: "GET",
+      path: "/pay/payments/tokens/tok_01M86GGC8E9GP0RFPMH3BPF1?x=1",
+    });
+  });
+  assert.equal(lines.length, 9);
+  const all = lines.join("\n");
+  for (
+    const secret of [
+      "01M86GGC8E9GP0RFPMH3BPF1",
+      "not-a-tok-format",
+      "4111111111111111",
+      bearer,
+      "0123456789abcdef0123456789abcdef01234567",
+      "sk_live_shh1",
+      "opaque.value",
+      "ABCDEFGH1234",
+    ]
+  ) {
+    assert.ok(!all.includes(secret), `leaked ${secret} in:\n${all}`);
+  }
+  assert.equal(
+    body(lines[0]),
+    "[DEBUG] [payments::http] GET /vendor/v4/payments/tokens/[REDACTED] 404",
+  );
+  assert.match(lines[5], /\/v1\/api-keys\/\[REDACTED\]\/rotate 404$/);
+  assert.match(lines[8], /\/pay\/payments\/tokens\/\[REDACTED\]\?x=1\)$/);
+});
+
+Deno.test("redaction: ordinary paths and ids stay readable", () => {
+  for (
+    const path of [
+      "POST /vendor/v4/payments/tokens 201",
+      "GET /vendor/v4/payments/charges/ch_01M86GGC8E9GP0RFPMH3BPF1 200",
+      "POST /vendor/v4/payments/txn-requests/550e8400-e29b-41d4-a716-446655440000/void 201",
+      "GET /vendor/v4/customers/customer-42/bank-accounts?bankAccountId=ba_01M86GGC8E9GP0RFPMH3BPF1",
+    ]
+  ) {
+    assert.ok(redactedFormatLine(record({ message: [path] })).endsWith(` ${path}`), path);
+  }
 });
 
 Deno.test("redaction: ordinary numbers and text stay intact", () => {

@@ -14,19 +14,70 @@ import { z } from "@hono/zod-openapi";
 
 const DIGITS = /^[0-9]+$/;
 
-/** An amount: decimal string or number, 0.00 to 99999.99, at most two decimals. */
+/** The rule every amount follows (the `moreInfo` of an invalid amount). */
+export const AMOUNT_RULE = "a decimal string or JSON number from 0.00 to 99999.99";
+
+/** The rules an amount can break, as told in `moreInfo`. */
+export const AMOUNT_RULES = {
+  form: `${AMOUNT_RULE}, such as "10.00"`,
+  range: "from 0.00 to 99999.99",
+  decimals: "at most two decimals",
+} as const;
+
+/** Which amount rule `value` breaks, or undefined for a valid amount. */
+export function amountProblem(value: unknown): string | undefined {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) return AMOUNT_RULES.form;
+    if (value < 0 || value > 99999.99) return AMOUNT_RULES.range;
+    return Math.round(value * 100) / 100 === value ? undefined : AMOUNT_RULES.decimals;
+  }
+  if (typeof value !== "string") return AMOUNT_RULES.form;
+  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?$/.exec(value);
+  if (!m) return AMOUNT_RULES.form;
+  if (m[1] === "-" || m[2].length > 5) return AMOUNT_RULES.range;
+  return (m[3] ?? "").length > 2 ? AMOUNT_RULES.decimals : undefined;
+}
+
+/**
+ * An amount: decimal string or number, 0.00 to 99999.99, at most two
+ * decimals. A JSON number is taken at its exact value: the request body
+ * reader refuses one that a double cannot hold exactly.
+ */
 export const AmountInput = z
-  .union([
-    z.string().regex(/^[0-9]{1,5}(\.[0-9]{1,2})?$/),
-    z.number().min(0).max(99999.99).refine((n) => Math.round(n * 100) / 100 === n),
-  ])
+  .union([z.string(), z.number()], { error: AMOUNT_RULES.form })
+  .superRefine((v, ctx) => {
+    const problem = amountProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
   .openapi({
     description: "Decimal amount, 0.00 to 99999.99, at most two decimals",
     example: "10.00",
   });
 
+/**
+ * The rules of the request fields that have one, as told in the `moreInfo`
+ * of an error (rules needing arithmetic or a clock are applied in
+ * `payments/domain/` with the same words).
+ */
+export const FIELD_RULES = {
+  cardNumber: "12 to 19 digits passing the Luhn check",
+  expMonth: "1 to 12",
+  expYear: "four digits, not in the past",
+  cvc: "3 or 4 digits",
+  accountNumber: "4 to 17 digits",
+  routingNumber: "9 digits with a valid ABA checksum",
+  phone: "10 digits",
+  flag: 'a boolean or "true"/"false"',
+} as const;
+
+/** `{ error }` parameter of a zod check. */
+const says = (error: string) => ({ error });
+
 /** A boolean flag sent as a boolean or as the strings "true"/"false". */
-export const FlagInput = z.union([z.boolean(), z.enum(["true", "false"])]);
+export const FlagInput = z.union(
+  [z.boolean(), z.enum(["true", "false"], says(FIELD_RULES.flag))],
+  says(FIELD_RULES.flag),
+);
 
 /** Transaction context in requests. */
 export const ContextInput = z
@@ -51,22 +102,28 @@ export const Address = z
 
 /** A month 1..12 given as integer or digit string. */
 const MonthInput = z.union([
-  z.number().int().min(1).max(12),
-  z.string().regex(/^(0?[1-9]|1[0-2])$/),
-]);
+  z.number().int(says(FIELD_RULES.expMonth)).min(1, says(FIELD_RULES.expMonth))
+    .max(12, says(FIELD_RULES.expMonth)),
+  z.string().regex(/^(0?[1-9]|1[0-2])$/, says(FIELD_RULES.expMonth)),
+], says(FIELD_RULES.expMonth));
 /** A four-digit year given as integer or digit string. */
 const YearInput = z.union([
-  z.number().int().min(1000).max(9999),
-  z.string().regex(/^[0-9]{4}$/),
-]);
+  z.number().int(says(FIELD_RULES.expYear)).min(1000, says(FIELD_RULES.expYear))
+    .max(9999, says(FIELD_RULES.expYear)),
+  z.string().regex(/^[0-9]{4}$/, says(FIELD_RULES.expYear)),
+], says(FIELD_RULES.expYear));
+
+/** A string of digits, `min` to `max` long, breaking `rule` otherwise. */
+const digits = (min: number, max: number, rule: string) =>
+  z.string(says(rule)).min(min, says(rule)).max(max, says(rule)).regex(DIGITS, says(rule));
 
 /** Card as sent by a client (create card, charge, token). */
 export const CardInput = z
   .object({
-    number: z.string().min(12).max(19).regex(DIGITS).openapi({ example: "4111111111111111" }),
+    number: digits(12, 19, FIELD_RULES.cardNumber).openapi({ example: "4111111111111111" }),
     expMonth: MonthInput.openapi({ example: 12 }),
     expYear: YearInput.openapi({ example: 2030 }),
-    cvc: z.string().regex(/^[0-9]{3,4}$/).openapi({ example: "123" }),
+    cvc: digits(3, 4, FIELD_RULES.cvc).openapi({ example: "123" }),
     name: z.string().max(100).optional(),
     default: z.boolean().optional(),
     commercialCardCode: z.string().max(50).optional(),
@@ -82,16 +139,16 @@ export const AccountType = z.enum([
   "PERSONAL_SAVINGS",
   "BUSINESS_CHECKING",
   "BUSINESS_SAVINGS",
-]);
+], says("PERSONAL_CHECKING, PERSONAL_SAVINGS, BUSINESS_CHECKING or BUSINESS_SAVINGS"));
 
 /** Bank account as sent by a client (create, e-check, token). */
 export const BankAccountInput = z
   .object({
     name: z.string().min(1).max(100),
-    accountNumber: z.string().min(4).max(17).regex(DIGITS).openapi({ example: "000123456789" }),
+    accountNumber: digits(4, 17, FIELD_RULES.accountNumber).openapi({ example: "000123456789" }),
     accountType: AccountType,
-    routingNumber: z.string().length(9).regex(DIGITS).openapi({ example: "011000015" }),
-    phone: z.string().length(10).regex(DIGITS).openapi({ example: "5555550100" }),
+    routingNumber: digits(9, 9, FIELD_RULES.routingNumber).openapi({ example: "011000015" }),
+    phone: digits(10, 10, FIELD_RULES.phone).openapi({ example: "5555550100" }),
     default: z.boolean().optional(),
     country: z.string().max(3).optional(),
     bankCode: z.string().max(40).optional(),
@@ -103,8 +160,11 @@ export const BankAccountInput = z
 export const ChargeInput = z
   .object({
     amount: AmountInput,
-    currency: z.literal("USD"),
-    token: z.string().min(1).max(200).optional(),
+    currency: z.literal("USD", says('"USD"')),
+    token: z.string().min(1).max(200).optional().openapi({
+      description:
+        "The `value` of a one-time token (POST /payments/tokens), instead of the details",
+    }),
     card: CardInput.optional(),
     context: ContextInput.optional(),
     capture: z.boolean().optional(),
@@ -138,9 +198,12 @@ export const VoidInput = z
 export const ECheckInput = z
   .object({
     amount: AmountInput,
-    paymentMode: z.literal("WEB"),
+    paymentMode: z.literal("WEB", says('"WEB"')),
     bankAccount: BankAccountInput.optional(),
-    token: z.string().min(1).max(200).optional(),
+    token: z.string().min(1).max(200).optional().openapi({
+      description:
+        "The `value` of a one-time token (POST /payments/tokens), instead of the details",
+    }),
     description: z.string().max(500).optional(),
     checkNumber: z.string().max(20).optional(),
     context: ContextInput.optional(),
@@ -260,6 +323,11 @@ export const CaptureDetail = z
   })
   .openapi("CaptureDetail");
 
+/** One refund as a charge lists it. */
+export const RefundSummary = z
+  .object({ id: z.string(), amount: z.string(), created: z.string() })
+  .openapi("RefundSummary");
+
 /** Charge statuses this sandbox produces. */
 export const ChargeStatus = z.enum([
   "AUTHORIZED",
@@ -286,6 +354,17 @@ export const Charge = z
     card: ChargeCard,
     context: ContextOutput,
     captureDetail: CaptureDetail.optional(),
+    refundedAmount: z.string().openapi({
+      description: "Sum of the refunds issued",
+      example: "10.00",
+    }),
+    refundableAmount: z.string().openapi({
+      description: "What a refund may still return: the rest of the captured amount " +
+        "(an authorization: its whole amount, refunded only in full); 0.00 once fully " +
+        "refunded, cancelled or declined",
+      example: "15.00",
+    }),
+    refunds: z.array(RefundSummary).openapi({ description: "The refunds, newest first" }),
   })
   .openapi("Charge");
 
@@ -301,6 +380,9 @@ export const Refund = z
     type: z.literal("REFUND"),
   })
   .openapi("Refund");
+
+/** A charge's refunds, newest first. */
+export const RefundList = z.array(Refund).openapi("RefundList");
 
 /** Void record. */
 export const Void = z
@@ -341,6 +423,9 @@ export const ECheck = z
 export const Token = z
   .object({
     id: z.string(),
+    value: z.string().openapi({
+      description: "The token to send as a charge's or e-check's `token` (the same string as `id`)",
+    }),
     type: z.enum(["card", "bank_account"]),
     created: z.string(),
     expires: z.string(),
@@ -371,6 +456,10 @@ export const ErrorItem = z
     type: z.string().openapi({ example: "invalid_request" }),
     message: z.string().openapi({ example: "expMonth is invalid." }),
     detail: z.string().openapi({ example: "card.expMonth" }),
+    moreInfo: z.string().optional().openapi({
+      description: "The rule that failed, when one did",
+      example: "1 to 12",
+    }),
     infoLink: z.string(),
   })
   .openapi("ErrorItem");
@@ -419,6 +508,8 @@ export type ChargeStatus = z.infer<typeof ChargeStatus>;
 export type ContextOutput = z.infer<typeof ContextOutput>;
 /** Refund response type. */
 export type Refund = z.infer<typeof Refund>;
+/** Refund summary (inside a charge) type. */
+export type RefundSummary = z.infer<typeof RefundSummary>;
 /** Void response type. */
 export type Void = z.infer<typeof Void>;
 /** E-check response type. */

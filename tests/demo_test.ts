@@ -1,7 +1,8 @@
 /**
  * `deno task start` brings up the demo: an HTTP/3 request on UDP 9889 reaches
  * the payments API through the proxy (401 without the token, 200 with it),
- * and Ctrl-C (SIGINT) stops everything cleanly.
+ * the printed curl line works over the TCP fallback, and Ctrl-C (SIGINT)
+ * stops everything cleanly.
  */
 import assert from "node:assert/strict";
 import { H3TestClient } from "./support/h3_client.ts";
@@ -35,6 +36,21 @@ Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", a
     assert.match(out, new RegExp(`Bearer token:\\s+${token}`));
     assert.match(out, /gtlsclient .* 127\.0\.0\.1 9889/);
     assert.match(out, /--origin-to-force-quic-on=localhost:9889/);
+    // The printed curl line works as printed (the TCP fallback is on).
+    const curlLine = /^\s*(curl .*)$/m.exec(out)?.[1];
+    assert.ok(curlLine, `no curl line in:\n${out}`);
+    assert.ok(curlLine.includes(`Bearer ${token}`));
+    const curl = await new Deno.Command("bash", {
+      args: ["-c", curlLine],
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(20_000),
+    }).output();
+    const curlOut = new TextDecoder().decode(curl.stdout);
+    assert.equal(curl.code, 0, new TextDecoder().decode(curl.stderr));
+    assert.match(curlOut, /^HTTP\/2 200/);
+    assert.match(curlOut, /^alt-svc: h3=":9889"/im);
     const ca = await Deno.readTextFile(`${ROOT}.dev/certs/ca.pem`);
     const client = await H3TestClient.connect(9889, ca);
     try {

@@ -10,10 +10,19 @@
  * | CANCELLED | 400 | 400 | 400 |
  * | DECLINED | 402 PMT-5000 | 402 PMT-5000 | 402 PMT-5000 |
  *
+ * A partial refund leaves the charge `REFUNDED` like a full one: the charge
+ * tells them apart by its refunds and `refundableAmount`
+ * ({@link refundableAmount}). Failures carry the rule that failed
+ * (`moreInfo`).
+ *
  * @module
  */
 import { PaymentsError } from "./errors.ts";
+import { formatAmount } from "./money.ts";
 import type { ChargeRecord, ContextRecord } from "./records.ts";
+
+/** Most refunds one charge takes (each is listed in the charge). */
+export const MAX_REFUNDS_PER_CHARGE = 100;
 
 /** Inputs shared by capture and refund. */
 export interface Adjustment {
@@ -39,6 +48,17 @@ export function capturedAmount(charge: ChargeRecord): number {
   return charge.capture ? charge.amount : 0;
 }
 
+/**
+ * What a refund may still return, in minor units: the rest of the captured
+ * amount; the whole amount of an authorization (refunded only in full,
+ * which cancels it); nothing once cancelled or declined.
+ */
+export function refundableAmount(charge: ChargeRecord): number {
+  if (charge.status === "AUTHORIZED") return charge.amount;
+  if (charge.status !== "CAPTURED" && charge.status !== "REFUNDED") return 0;
+  return Math.max(0, capturedAmount(charge) - charge.refunded);
+}
+
 /** Capture an authorized charge. */
 export function capture(charge: ChargeRecord, adj: Adjustment): ChargeRecord {
   refuseDeclined(charge);
@@ -46,11 +66,16 @@ export function capture(charge: ChargeRecord, adj: Adjustment): ChargeRecord {
     throw PaymentsError.conflict(
       "status",
       `Charge ${charge.id} is ${charge.status}; only an AUTHORIZED charge can be captured`,
+      "capture: once, of an AUTHORIZED charge",
     );
   }
   const amount = adj.amount ?? charge.amount;
   if (amount <= 0 || amount > charge.amount) {
-    throw PaymentsError.invalid("amount");
+    throw PaymentsError.invalid(
+      "amount",
+      undefined,
+      `more than 0.00 and at most the authorized amount, ${formatAmount(charge.amount)}`,
+    );
   }
   return {
     ...charge,
@@ -65,35 +90,70 @@ export function capture(charge: ChargeRecord, adj: Adjustment): ChargeRecord {
   };
 }
 
-/** Refund a charge; returns the next charge and the refunded amount. */
+/**
+ * Refund a charge; returns the next charge (listing refund `id`) and the
+ * refunded amount.
+ */
 export function refund(
   charge: ChargeRecord,
   adj: Adjustment,
+  id: string,
 ): { charge: ChargeRecord; amount: number } {
   refuseDeclined(charge);
+  const refunds = charge.refunds ?? [];
+  if (refunds.length >= MAX_REFUNDS_PER_CHARGE) {
+    throw PaymentsError.conflict(
+      "status",
+      `Charge ${charge.id} has ${refunds.length} refunds`,
+      `at most ${MAX_REFUNDS_PER_CHARGE} refunds per charge`,
+    );
+  }
+  const remaining = refundableAmount(charge);
+  let status: ChargeRecord["status"] = "REFUNDED";
+  let amount: number;
   if (charge.status === "AUTHORIZED") {
-    const amount = adj.amount ?? charge.amount;
+    amount = adj.amount ?? charge.amount;
     if (amount !== charge.amount) {
-      throw PaymentsError.invalid("amount");
+      throw PaymentsError.invalid(
+        "amount",
+        undefined,
+        `an authorization is refunded only in full (${formatAmount(charge.amount)})`,
+      );
     }
-    return {
-      charge: { ...charge, status: "CANCELLED", refunded: amount, updated: adj.now },
-      amount,
-    };
+    status = "CANCELLED";
+  } else {
+    if (charge.status !== "CAPTURED" && charge.status !== "REFUNDED") {
+      throw PaymentsError.conflict(
+        "status",
+        `Charge ${charge.id} is ${charge.status}`,
+        "refund: a CAPTURED charge, or an AUTHORIZED one in full",
+      );
+    }
+    if (remaining <= 0) {
+      throw PaymentsError.conflict(
+        "status",
+        `Charge ${charge.id} is fully refunded`,
+        "remaining refundable amount: 0.00",
+      );
+    }
+    amount = adj.amount ?? remaining;
+    if (amount <= 0 || amount > remaining) {
+      throw PaymentsError.invalid(
+        "amount",
+        undefined,
+        `more than 0.00 and at most the remaining refundable amount, ${formatAmount(remaining)}`,
+      );
+    }
   }
-  if (charge.status !== "CAPTURED" && charge.status !== "REFUNDED") {
-    throw PaymentsError.conflict("status", `Charge ${charge.id} is ${charge.status}`);
-  }
-  const remaining = capturedAmount(charge) - charge.refunded;
-  if (remaining <= 0) {
-    throw PaymentsError.conflict("status", `Charge ${charge.id} is fully refunded`);
-  }
-  const amount = adj.amount ?? remaining;
-  if (amount <= 0 || amount > remaining) {
-    throw PaymentsError.invalid("amount");
-  }
+  const entry = { id, amount, created: adj.now };
   return {
-    charge: { ...charge, status: "REFUNDED", refunded: charge.refunded + amount, updated: adj.now },
+    charge: {
+      ...charge,
+      status,
+      refunded: charge.refunded + amount,
+      refunds: [...refunds, entry],
+      updated: adj.now,
+    },
     amount,
   };
 }
@@ -111,5 +171,6 @@ export function voidCharge(
   throw PaymentsError.conflict(
     "status",
     `Charge ${charge.id} is ${charge.status}; it cannot be voided`,
+    "void: an AUTHORIZED charge, or a CAPTURED one with nothing refunded",
   );
 }

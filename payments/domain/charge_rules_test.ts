@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { capture, refund, voidCharge } from "./charge_rules.ts";
+import {
+  capture,
+  MAX_REFUNDS_PER_CHARGE,
+  refund,
+  refundableAmount,
+  voidCharge,
+} from "./charge_rules.ts";
 import { PaymentsError } from "./errors.ts";
 import type { ChargeRecord } from "./records.ts";
 
@@ -55,23 +61,23 @@ Deno.test("capture: AUTHORIZED → CAPTURED with captureDetail, amount ≤ autho
 
 Deno.test("refund: captured charge, any number, total ≤ captured", () => {
   const c = charge({ status: "CAPTURED", capture: true });
-  const r1 = refund(c, adj(400));
+  const r1 = refund(c, adj(400), "rf_x");
   assert.equal(r1.charge.status, "REFUNDED");
-  const r2 = refund(r1.charge, adj(600));
+  const r2 = refund(r1.charge, adj(600), "rf_x");
   assert.equal(r2.charge.refunded, 1000);
-  fails(() => refund(r1.charge, adj(601)), 400, "PMT-4000");
-  fails(() => refund(r2.charge, adj(1)), 400, "PMT-4000");
+  fails(() => refund(r1.charge, adj(601), "rf_x"), 400, "PMT-4000");
+  fails(() => refund(r2.charge, adj(1), "rf_x"), 400, "PMT-4000");
   // partial capture limits refunds to the captured amount
   const pc = capture(charge(), adj(300));
-  fails(() => refund(pc, adj(301)), 400, "PMT-4000");
-  assert.equal(refund(pc, adj()).amount, 300);
+  fails(() => refund(pc, adj(301), "rf_x"), 400, "PMT-4000");
+  assert.equal(refund(pc, adj(), "rf_x").amount, 300);
 });
 
 Deno.test("refund: an authorization only in full → CANCELLED", () => {
-  const r = refund(charge(), adj(1000));
+  const r = refund(charge(), adj(1000), "rf_x");
   assert.equal(r.charge.status, "CANCELLED");
-  fails(() => refund(charge(), adj(500)), 400, "PMT-4000");
-  fails(() => refund(r.charge, adj()), 400, "PMT-4000");
+  fails(() => refund(charge(), adj(500), "rf_x"), 400, "PMT-4000");
+  fails(() => refund(r.charge, adj(), "rf_x"), 400, "PMT-4000");
 });
 
 Deno.test("void: authorized or untouched captured → CANCELLED", () => {
@@ -80,4 +86,43 @@ Deno.test("void: authorized or untouched captured → CANCELLED", () => {
   fails(() => voidCharge(charge({ status: "CANCELLED" }), "t"), 400, "PMT-4000");
   fails(() => voidCharge(charge({ status: "REFUNDED", refunded: 5 }), "t"), 400, "PMT-4000");
   fails(() => voidCharge(charge({ status: "DECLINED" }), "t"), 402, "PMT-5000");
+});
+
+Deno.test("refund: the charge lists each refund; refundableAmount is what remains", () => {
+  const c = charge({ status: "CAPTURED", capture: true });
+  assert.equal(refundableAmount(c), 1000);
+  const r1 = refund(c, adj(400), "rf_1");
+  const r2 = refund(r1.charge, adj(100), "rf_2");
+  assert.deepEqual(r2.charge.refunds, [
+    { id: "rf_1", amount: 400, created: "t" },
+    { id: "rf_2", amount: 100, created: "t" },
+  ]);
+  assert.equal(refundableAmount(r2.charge), 500);
+  assert.equal(refundableAmount(refund(r2.charge, adj(), "rf_3").charge), 0);
+  // an authorization: its whole amount (refunded only in full); cancelled or declined: nothing
+  assert.equal(refundableAmount(charge()), 1000);
+  assert.equal(refundableAmount(charge({ status: "CANCELLED" })), 0);
+  assert.equal(refundableAmount(charge({ status: "DECLINED" })), 0);
+});
+
+Deno.test("refund: over the remaining amount tells the rule and the remainder (moreInfo)", () => {
+  const r1 = refund(charge({ status: "CAPTURED", capture: true }), adj(400), "rf_1");
+  assert.throws(
+    () => refund(r1.charge, adj(601), "rf_2"),
+    (e) =>
+      e instanceof PaymentsError &&
+      e.details[0].moreInfo === "more than 0.00 and at most the remaining refundable amount, 6.00",
+  );
+  assert.throws(
+    () => refund(charge(), adj(500), "rf_2"),
+    (e) =>
+      e instanceof PaymentsError &&
+      e.details[0].moreInfo === "an authorization is refunded only in full (10.00)",
+  );
+});
+
+Deno.test("refund: at most MAX_REFUNDS_PER_CHARGE per charge", () => {
+  let c = charge({ status: "CAPTURED", capture: true, amount: 100_000 });
+  for (let i = 0; i < MAX_REFUNDS_PER_CHARGE; i++) c = refund(c, adj(1), `rf_${i}`).charge;
+  fails(() => refund(c, adj(1), "rf_over"), 400, "PMT-4000");
 });

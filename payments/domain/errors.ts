@@ -19,7 +19,9 @@ export type PaymentsErrorKind =
   | "timeout"
   | "declined"
   | "system"
-  | "conflict";
+  | "conflict"
+  | "unsupported_media_type"
+  | "rate_limited";
 
 /** One item of the envelope. */
 export interface ErrorDetail {
@@ -31,6 +33,8 @@ export interface ErrorDetail {
   message: string;
   /** The field path or a longer explanation. */
   detail: string;
+  /** The rule that failed, when one did (e.g. `at most two decimals`). */
+  moreInfo?: string;
 }
 
 /**
@@ -73,9 +77,12 @@ export class PaymentsError extends Error {
     return { errors: this.details.map((d) => ({ ...d, infoLink: INFO_LINK })) };
   }
 
-  /** 400 PMT-4000 `"<field> is invalid."` with the field path in `detail`. */
-  static invalid(path: string, detail?: string): PaymentsError {
-    return new PaymentsError("invalid", 400, [invalidItem(path, detail)]);
+  /**
+   * 400 PMT-4000 `"<field> is invalid."` with the field path in `detail`
+   * and the rule that failed in `moreInfo`.
+   */
+  static invalid(path: string, detail?: string, moreInfo?: string): PaymentsError {
+    return new PaymentsError("invalid", 400, [invalidItem(path, detail, moreInfo)]);
   }
 
   /** 400 PMT-4002 `"<field> is required."`. */
@@ -94,13 +101,8 @@ export class PaymentsError extends Error {
   }
 
   /** 400 PMT-4000 for an operation the resource's state forbids. */
-  static conflict(path: string, detail: string): PaymentsError {
-    return new PaymentsError("conflict", 400, [{
-      code: "PMT-4000",
-      type: "invalid_request",
-      message: `${leaf(path)} is invalid.`,
-      detail,
-    }]);
+  static conflict(path: string, detail: string, moreInfo?: string): PaymentsError {
+    return new PaymentsError("conflict", 400, [invalidItem(path, detail, moreInfo)]);
   }
 
   /** 401 PMT-4010 for a missing or wrong bearer token. */
@@ -133,6 +135,30 @@ export class PaymentsError extends Error {
     }]);
   }
 
+  /** 415 PMT-4015 for a request body that is not JSON. */
+  static unsupportedMediaType(contentType: string): PaymentsError {
+    return new PaymentsError("unsupported_media_type", 415, [{
+      code: "PMT-4015",
+      type: "invalid_request",
+      message: "contentType is invalid.",
+      detail: `Content-Type ${contentType} is not JSON`,
+      moreInfo: "request bodies are JSON (UTF-8): send Content-Type: application/json",
+    }]);
+  }
+
+  /** 429 PMT-4029 with `Retry-After` for a client over a rate limit. */
+  static rateLimited(retryAfterS: number, moreInfo: string): PaymentsError {
+    const err = new PaymentsError("rate_limited", 429, [{
+      code: "PMT-4029",
+      type: "rate_limited",
+      message: "Too many requests.",
+      detail: `Rate limit reached; retry after ${retryAfterS} s`,
+      moreInfo,
+    }], { retryable: true });
+    err.headers = { "Retry-After": String(retryAfterS) };
+    return err;
+  }
+
   /** 402 PMT-5000 for an operation on a declined charge. */
   static declined(detail: string): PaymentsError {
     return new PaymentsError("declined", 402, [{
@@ -160,13 +186,14 @@ export function leaf(path: string): string {
   return i < 0 ? path : path.slice(i + 1);
 }
 
-/** Envelope item for an invalid field. */
-export function invalidItem(path: string, detail?: string): ErrorDetail {
+/** Envelope item for an invalid field, with the rule that failed when known. */
+export function invalidItem(path: string, detail?: string, moreInfo?: string): ErrorDetail {
   return {
     code: "PMT-4000",
     type: "invalid_request",
     message: `${leaf(path)} is invalid.`,
     detail: detail ?? path,
+    ...(moreInfo ? { moreInfo } : {}),
   };
 }
 
@@ -177,5 +204,6 @@ export function requiredItem(path: string): ErrorDetail {
     type: "invalid_request",
     message: `${leaf(path)} is required.`,
     detail: path,
+    moreInfo: "a required field is missing",
   };
 }

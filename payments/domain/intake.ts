@@ -5,15 +5,16 @@
  *
  * @module
  */
-import type {
-  Address,
-  BankAccountInput,
-  CardInput,
-  ContextInput,
+import {
+  type Address,
+  type BankAccountInput,
+  type CardInput,
+  type ContextInput,
+  FIELD_RULES,
 } from "../../shared/payments_schemas.ts";
 import { abaValid, cardBrand, cardExpired, luhnValid, sha512Base64 } from "./card_rules.ts";
 import { PaymentsError } from "./errors.ts";
-import type { BankSummary, CardSummary, ContextRecord } from "./records.ts";
+import type { BankSummary, CardSummary, ContextRecord, TokenRecord } from "./records.ts";
 
 function flag(v: boolean | "true" | "false" | undefined): boolean {
   return v === true || v === "true";
@@ -47,11 +48,16 @@ export async function cardSummaryFrom(
   path: string,
 ): Promise<CardSummary> {
   const at = (f: string) => (path ? `${path}.${f}` : f);
-  if (!luhnValid(card.number)) throw PaymentsError.invalid(at("number"));
+  if (!luhnValid(card.number)) {
+    throw PaymentsError.invalid(at("number"), undefined, FIELD_RULES.cardNumber);
+  }
+  if (/^0+$/.test(card.number)) {
+    throw PaymentsError.invalid(at("number"), undefined, "not a card number: every digit is 0");
+  }
   const expMonth = Number(card.expMonth);
   const expYear = Number(card.expYear);
   if (cardExpired(expMonth, expYear, now)) {
-    throw PaymentsError.invalid(at("expYear"));
+    throw PaymentsError.invalid(at("expYear"), undefined, "the card has expired");
   }
   const detected = cardBrand(card.number);
   return {
@@ -72,7 +78,9 @@ export async function bankSummaryFrom(
   path: string,
 ): Promise<BankSummary> {
   const at = (f: string) => (path ? `${path}.${f}` : f);
-  if (!abaValid(account.routingNumber)) throw PaymentsError.invalid(at("routingNumber"));
+  if (!abaValid(account.routingNumber)) {
+    throw PaymentsError.invalid(at("routingNumber"), undefined, FIELD_RULES.routingNumber);
+  }
   return {
     name: account.name,
     last4: account.accountNumber.slice(-4),
@@ -84,4 +92,19 @@ export async function bankSummaryFrom(
     country: account.country ?? "US",
     bankCode: account.bankCode ?? "",
   };
+}
+
+/**
+ * Why a one-time token (null: none stored under the value sent) cannot pay
+ * for a payment of `type` at `nowMs`; undefined when it can.
+ */
+export function tokenProblem(
+  token: TokenRecord | null,
+  type: TokenRecord["type"],
+  nowMs: number,
+): string | undefined {
+  if (token === null) return "no live token has this value (a token pays once)";
+  if (token.type !== type) return `a ${token.type} token cannot pay for this`;
+  if (token.expiresAt <= nowMs) return "the token has expired (tokens live 15 minutes)";
+  return undefined;
 }

@@ -4,6 +4,9 @@
  * @module
  */
 
+import { AMOUNT_RULE } from "../../shared/payments_schemas.ts";
+import { PaymentsError } from "./errors.ts";
+
 /** Largest amount accepted, in minor units (99999.99). */
 export const MAX_AMOUNT_MINOR = 9_999_999;
 
@@ -30,6 +33,17 @@ export function parseAmount(value: string | number): number | undefined {
   if (!m) return undefined;
   const cents = Number(m[1]) * 100 + Number((m[2] ?? "0").padEnd(2, "0"));
   return cents <= MAX_AMOUNT_MINOR ? cents : undefined;
+}
+
+/**
+ * {@link parseAmount} of a validated request field at `path`: undefined
+ * when absent, 400 `<field> is invalid.` when it is not an amount.
+ */
+export function amountAt(value: string | number | undefined, path: string): number | undefined {
+  if (value === undefined) return undefined;
+  const minor = parseAmount(value);
+  if (minor === undefined) throw PaymentsError.invalid(path, undefined, AMOUNT_RULE);
+  return minor;
 }
 
 /**

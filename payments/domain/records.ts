@@ -139,6 +139,18 @@ export interface ChargeRecord {
   captureDetail?: CaptureRecord;
   /** Sum of refunds, minor units. */
   refunded: number;
+  /** The refunds, oldest first (absent in charges stored by earlier versions). */
+  refunds?: RefundEntry[];
+}
+
+/** One refund as the charge lists it. */
+export interface RefundEntry {
+  /** Refund id. */
+  id: string;
+  /** Amount, minor units. */
+  amount: number;
+  /** ISO timestamp. */
+  created: string;
 }
 
 /** A refund or void record. */

@@ -18,10 +18,38 @@ Deno.test("validate maps missing to PMT-4002 and invalid to PMT-4000 with paths"
   }
 });
 
-Deno.test("lowerFirstKeys lowers capitalised keys, lower camelCase wins, no __proto__", () => {
+Deno.test("lowerFirstKeys lowers capitalised keys, no __proto__", () => {
   const out = lowerFirstKeys(JSON.parse(
-    '{"Amount":"1","BankAccount":{"AccountNumber":"1"},"paymentMode":"WEB","PaymentMode":"X","__proto__":{"p":1}}',
+    '{"Amount":"1","BankAccount":{"AccountNumber":"1"},"paymentMode":"WEB","__proto__":{"p":1}}',
   )) as Record<string, unknown>;
   assert.deepEqual(out, { amount: "1", bankAccount: { accountNumber: "1" }, paymentMode: "WEB" });
   assert.equal(Object.getPrototypeOf(out), Object.prototype);
+});
+
+Deno.test("lowerFirstKeys: a key in both forms is 400 on that field, not a silent winner", () => {
+  for (
+    const [json, path] of [
+      ['{"paymentMode":"WEB","PaymentMode":"X"}', "paymentMode"],
+      ['{"BankAccount":{"Name":"a","name":"b"}}', "bankAccount.name"],
+    ]
+  ) {
+    assert.throws(
+      () => lowerFirstKeys(JSON.parse(json), 3),
+      (e) =>
+        e instanceof PaymentsError && e.status === 400 && e.details[0].detail === path &&
+        /not both/.test(e.details[0].moreInfo ?? ""),
+    );
+  }
+});
+
+Deno.test("validate: moreInfo tells the rule that failed; an absent body validates as {}", () => {
+  const R = z.object({ n: z.number().max(3, { error: "at most 3" }) });
+  assert.throws(
+    () => validate(R, { n: 9 }),
+    (e) => e instanceof PaymentsError && e.details[0].moreInfo === "at most 3",
+  );
+  assert.throws(
+    () => validate(R, undefined),
+    (e) => e instanceof PaymentsError && e.details[0].code === "PMT-4002",
+  );
 });

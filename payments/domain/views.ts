@@ -6,6 +6,7 @@
  */
 import type * as W from "../../shared/payments_schemas.ts";
 import { maskDigits } from "./card_rules.ts";
+import { refundableAmount } from "./charge_rules.ts";
 import { formatAmount } from "./money.ts";
 import type {
   AdjustmentRecord,
@@ -117,6 +118,13 @@ export function chargeView(r: ChargeRecord): W.Charge {
         },
       }
       : {}),
+    refundedAmount: formatAmount(r.refunded),
+    refundableAmount: formatAmount(refundableAmount(r)),
+    refunds: (r.refunds ?? []).map((f) => ({
+      id: f.id,
+      amount: formatAmount(f.amount),
+      created: f.created,
+    })).reverse(),
   };
 }
 
@@ -172,6 +180,7 @@ export function echeckView(r: ECheckRecord): W.ECheck {
 export function tokenView(r: TokenRecord): W.Token {
   return {
     id: r.id,
+    value: r.id,
     type: r.type,
     created: r.created,
     expires: new Date(r.expiresAt).toISOString(),

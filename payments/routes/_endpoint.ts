@@ -11,16 +11,16 @@ import { readUpTo } from "../../shared/bytes.ts";
 import { deadline } from "../../shared/deadline.ts";
 import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
-import type { PaymentsService, Reply } from "../service.ts";
+import { clientKey, type RateLimiter } from "../rate_limit.ts";
+import type { PaymentsService } from "../service.ts";
+import type { Reply } from "../store/reply.ts";
+import { isJsonMediaType, parseJsonBody } from "./json_body.ts";
 
 /** Largest accepted request body. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /** Default for how long a request body may take to arrive (see {@link readJson}). */
 export const BODY_TIMEOUT_MS = 30_000;
-
-/** The Hono context variable holding the body deadline of a request ({@link mount} sets it). */
-const BODY_TIMEOUT_VAR = "bodyTimeoutMs";
 
 /** `read`, or 408 PMT-4008 when it takes longer than `ms`. */
 function bodyWithin<T>(read: Promise<T>, ms: number): Promise<T> {
@@ -33,6 +33,8 @@ export interface HandlerContext {
   c: Context;
   /** The service. */
   svc: PaymentsService;
+  /** How long the request body may take to arrive ({@link readJson}). */
+  bodyTimeoutMs: number;
 }
 
 /** An endpoint: OpenAPI route plus handler. */
@@ -41,6 +43,8 @@ export interface Endpoint {
   route: RouteConfig;
   /** True for routes that need no bearer token. */
   public?: boolean;
+  /** True for routes under the per-client rate limit ({@link MountOptions.rateLimiter}). */
+  rateLimited?: boolean;
   /** The handler. */
   handle: (h: HandlerContext) => Promise<Reply>;
 }
@@ -56,21 +60,30 @@ const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 export function requestIdOf(c: Context): string | undefined {
   const v = c.req.header("request-id");
   if (v === undefined || v === "") return undefined;
-  if (!REQUEST_ID.test(v)) throw PaymentsError.invalid("requestId");
+  if (!REQUEST_ID.test(v)) {
+    throw PaymentsError.invalid("requestId", undefined, "1 to 128 of A-Z a-z 0-9 . _ : -");
+  }
   return v;
+}
+
+/** A path parameter of the request (present: the route matched it). */
+export function param(h: HandlerContext, name: string): string {
+  return h.c.req.param(name)!;
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Read the JSON body with a size limit and a deadline. An empty body reads
- * as `undefined`; malformed JSON or a non-object is 400; over the limit is
- * 413; a body still incomplete after the deadline (a stalled or very slow
- * client, which would also hold up a graceful shutdown) is 408.
+ * Read the JSON body with a size limit and a deadline
+ * (`h.bodyTimeoutMs`). An empty body reads as `undefined`; a body whose
+ * Content-Type is not JSON is 415 (none at all is read as JSON); malformed
+ * JSON, a non-object, a duplicate key or an inexact number is 400
+ * ({@link parseJsonBody}); over the limit is 413; a body still incomplete
+ * after the deadline (a stalled or very slow client, which would also hold
+ * up a graceful shutdown) is 408.
  */
-export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unknown> {
-  const req = c.req.raw;
-  const timeoutMs = (c.get(BODY_TIMEOUT_VAR as never) as number | undefined) ?? BODY_TIMEOUT_MS;
+export async function readJson(h: HandlerContext, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const req = h.c.req.raw;
   const length = req.headers.get("content-length");
   const declared = Number(length ?? "0");
   if (declared > limit) throw PaymentsError.tooLarge(limit);
@@ -79,41 +92,36 @@ export async function readJson(c: Context, limit = MAX_BODY_BYTES): Promise<unkn
   // stream of it); otherwise it is streamed with the limit.
   let bytes: Uint8Array;
   if (length !== null && /^[0-9]+$/.test(length)) {
-    bytes = new Uint8Array(await bodyWithin(req.arrayBuffer(), timeoutMs));
+    bytes = new Uint8Array(await bodyWithin(req.arrayBuffer(), h.bodyTimeoutMs));
   } else {
     if (!req.body) return undefined;
-    const read = await bodyWithin(readUpTo(req.body, limit), timeoutMs);
+    const read = await bodyWithin(readUpTo(req.body, limit), h.bodyTimeoutMs);
     if (read === null) throw PaymentsError.tooLarge(limit);
     bytes = read;
   }
   if (bytes.byteLength > limit) throw PaymentsError.tooLarge(limit);
   if (bytes.byteLength === 0) return undefined;
+  const type = req.headers.get("content-type");
+  if (type !== null && !isJsonMediaType(type)) throw PaymentsError.unsupportedMediaType(type);
   let text: string;
   try {
     text = UTF8.decode(bytes);
   } catch {
-    throw PaymentsError.invalid("body", "Request body is not UTF-8");
+    throw PaymentsError.invalid("body", "Request body is not UTF-8", "JSON text in UTF-8");
   }
   if (text.trim() === "") return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw PaymentsError.invalid("body", "Malformed JSON in request body");
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw PaymentsError.invalid("body", "Request body must be a JSON object");
-  }
-  return value;
+  return parseJsonBody(text);
 }
 
 /**
  * Send a reply as JSON. `requestId` (the request's `Request-Id` header) is
- * echoed unless the reply sets its own.
+ * echoed unless the reply sets its own; a replayed reply says so
+ * (`Idempotent-Replayed: true`).
  */
 export function send(r: Reply, requestId?: string): Response {
   const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
   if (r.headers) { for (const k in r.headers) headers[k.toLowerCase()] = r.headers[k]; }
+  if (r.replayed) headers["idempotent-replayed"] = "true";
   if (requestId && headers["request-id"] === undefined) headers["request-id"] = requestId;
   return new Response(r.json ?? JSON.stringify(r.body), { status: r.status, headers });
 }
@@ -121,21 +129,37 @@ export function send(r: Reply, requestId?: string): Response {
 /** Longest accepted path identifier (Deno KV keys are limited to 2 KiB). */
 export const MAX_ID_LENGTH = 256;
 
+/** Options of {@link mount}. */
+export interface MountOptions {
+  /** How long a request body may take to arrive before 408; default {@link BODY_TIMEOUT_MS}. */
+  bodyTimeoutMs?: number;
+  /** The limit of endpoints marked `rateLimited` (per client address); none by default. */
+  rateLimiter?: RateLimiter;
+}
+
+/** The client's address as the HTTP server saw it (`Deno.serve` passes it as Hono's env). */
+function clientAddress(c: Context): string | undefined {
+  const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
+  return env?.remoteAddr?.hostname;
+}
+
 /**
- * A Hono sub-app serving the given endpoints (request bodies must arrive
- * within `bodyTimeoutMs`). Endpoints not marked `public`
+ * A Hono sub-app serving the given endpoints. Endpoints not marked `public`
  * first check the `Authorization` header with `allowed` (401 when it says
- * no); one handler per route, no middleware chain. A path identifier longer
- * than {@link MAX_ID_LENGTH} cannot name a stored resource: 404 before any
- * lookup.
+ * no); endpoints marked `rateLimited` then take from the client's bucket
+ * (429 with `Retry-After` when empty). One handler per route, no middleware
+ * chain. A path identifier longer than {@link MAX_ID_LENGTH} cannot name a
+ * stored resource: 404 before any lookup.
  */
 export function mount(
   endpoints: readonly Endpoint[],
   svc: PaymentsService,
   allowed: (authorization: string | undefined) => boolean,
-  bodyTimeoutMs = BODY_TIMEOUT_MS,
+  options: MountOptions = {},
 ): Hono {
   const app = new Hono({ strict: false });
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
+  const limiter = options.rateLimiter;
   for (const ep of endpoints) {
     const params = [...ep.route.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
     app.on(
@@ -146,13 +170,14 @@ export function mount(
         if (!ep.public && !allowed(headers.get("authorization") ?? undefined)) {
           throw PaymentsError.unauthorized();
         }
+        if (ep.rateLimited && limiter) {
+          const wait = limiter.take(clientKey(clientAddress(c)));
+          if (wait > 0) throw PaymentsError.rateLimited(wait, limiter.describe());
+        }
         for (const name of params) {
           if ((c.req.param(name) ?? "").length > MAX_ID_LENGTH) throw PaymentsError.notFound(name);
         }
-        if (bodyTimeoutMs !== BODY_TIMEOUT_MS) {
-          c.set(BODY_TIMEOUT_VAR as never, bodyTimeoutMs as never);
-        }
-        const reply = await ep.handle({ c, svc });
+        const reply = await ep.handle({ c, svc, bodyTimeoutMs });
         return send(reply, headers.get("request-id") ?? undefined);
       },
     );
@@ -172,15 +197,27 @@ export function jsonResponse(schema: z.ZodType, description: string) {
 
 /** The error responses every authenticated operation may give. */
 export const ERROR_RESPONSES = {
-  400: jsonResponse(ErrorEnvelope, "Invalid or missing field (PMT-4000 / PMT-4002)"),
+  400: jsonResponse(
+    ErrorEnvelope,
+    "Invalid or missing field (PMT-4000 / PMT-4002); `moreInfo` tells the rule that failed",
+  ),
   401: jsonResponse(ErrorEnvelope, "Missing or wrong bearer token"),
   404: jsonResponse(ErrorEnvelope, "Unknown resource (PMT-4000)"),
+};
+
+/** The further error responses of every operation that takes a request body. */
+export const BODY_ERROR_RESPONSES = {
+  408: jsonResponse(ErrorEnvelope, "Request body not received in time (PMT-4008)"),
+  413: jsonResponse(ErrorEnvelope, "Request body over 64 KiB (PMT-4013)"),
+  415: jsonResponse(ErrorEnvelope, "Request body not JSON (PMT-4015)"),
 };
 
 /** Request-Id header parameter schema. */
 export const RequestIdHeader = z.object({
   "Request-Id": z.string().optional().openapi({
-    description: "Idempotency key; a repeat returns the original response (kept 24 h)",
+    description: "Idempotency key; a repeat of the identical request (operation, path and " +
+      "body) returns the original response (kept 24 h); the same key with another body is " +
+      "400 `requestId is invalid.`",
   }),
 });
 

@@ -17,6 +17,7 @@ import {
   jsonBody,
   jsonResponse,
   MAX_ID_LENGTH,
+  param,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -39,12 +40,13 @@ const AccountIdBody = z.object({
  * body (`bankAccountId` or `id`). Several different values are 400; none is
  * 400 `bankAccountId is required.`.
  */
-async function accountIdOf({ c }: HandlerContext): Promise<string> {
+async function accountIdOf(h: HandlerContext): Promise<string> {
+  const c = h.c;
   const found = new Set<unknown>();
   for (const name of ["bankAccountId", "id"]) {
     for (const v of c.req.queries(name) ?? []) if (v !== "") found.add(v);
   }
-  const body = await readJson(c) as Record<string, unknown> | undefined;
+  const body = await readJson(h) as Record<string, unknown> | undefined;
   for (const name of ["bankAccountId", "id"]) {
     const v = body?.[name];
     if (v !== undefined && v !== null && v !== "") found.add(v);
@@ -72,8 +74,8 @@ export const bankAccountEndpoints: Endpoint[] = [
       },
       responses: { 201: jsonResponse(S.BankAccount, "Bank account stored"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) =>
-      svc.createBankAccount(c.req.param("customerId")!, await readJson(c), requestIdOf(c)),
+    handle: async (h) =>
+      h.svc.createBankAccount(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
   },
   {
     route: createRoute({
@@ -85,8 +87,7 @@ export const bankAccountEndpoints: Endpoint[] = [
       request: { params: CustomerAccount },
       responses: { 200: jsonResponse(S.BankAccount, "Bank account"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) =>
-      svc.getBankAccount(c.req.param("customerId")!, c.req.param("bankAccountId")!),
+    handle: (h) => h.svc.getBankAccount(param(h, "customerId"), param(h, "bankAccountId")),
   },
   {
     route: createRoute({
@@ -98,7 +99,7 @@ export const bankAccountEndpoints: Endpoint[] = [
       request: { params: Customer },
       responses: { 200: jsonResponse(S.BankAccountList, "Bank accounts"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.listBankAccounts(c.req.param("customerId")!),
+    handle: (h) => h.svc.listBankAccounts(param(h, "customerId")),
   },
   {
     route: createRoute({
@@ -110,8 +111,7 @@ export const bankAccountEndpoints: Endpoint[] = [
       request: { params: CustomerAccount },
       responses: { 200: jsonResponse(S.BankAccountDeleted, "Deleted"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) =>
-      svc.deleteBankAccount(c.req.param("customerId")!, c.req.param("bankAccountId")!),
+    handle: (h) => h.svc.deleteBankAccount(param(h, "customerId"), param(h, "bankAccountId")),
   },
   {
     route: createRoute({
@@ -129,7 +129,6 @@ export const bankAccountEndpoints: Endpoint[] = [
       },
       responses: { 200: jsonResponse(S.BankAccountDeleted, "Deleted"), ...ERROR_RESPONSES },
     }),
-    handle: async (h) =>
-      h.svc.deleteBankAccount(h.c.req.param("customerId")!, await accountIdOf(h)),
+    handle: async (h) => h.svc.deleteBankAccount(param(h, "customerId"), await accountIdOf(h)),
   },
 ];

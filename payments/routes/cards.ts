@@ -10,6 +10,7 @@ import {
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
+  param,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -31,8 +32,8 @@ export const cardEndpoints: Endpoint[] = [
       request: { params: Customer, headers: RequestIdHeader, body: jsonBody(S.CardInput, "Card") },
       responses: { 201: jsonResponse(S.CardCreated, "Card stored"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) =>
-      svc.createCard(c.req.param("customerId")!, await readJson(c), requestIdOf(c)),
+    handle: async (h) =>
+      h.svc.createCard(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
   },
   {
     route: createRoute({
@@ -44,7 +45,7 @@ export const cardEndpoints: Endpoint[] = [
       request: { params: CustomerCard },
       responses: { 200: jsonResponse(S.Card, "Card"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.getCard(c.req.param("customerId")!, c.req.param("cardId")!),
+    handle: (h) => h.svc.getCard(param(h, "customerId"), param(h, "cardId")),
   },
   {
     route: createRoute({
@@ -56,7 +57,7 @@ export const cardEndpoints: Endpoint[] = [
       request: { params: Customer },
       responses: { 200: jsonResponse(S.CardList, "Cards"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.listCards(c.req.param("customerId")!),
+    handle: (h) => h.svc.listCards(param(h, "customerId")),
   },
   {
     route: createRoute({
@@ -68,6 +69,6 @@ export const cardEndpoints: Endpoint[] = [
       request: { params: CustomerCard },
       responses: { 200: jsonResponse(S.CardDeleted, "Deleted"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.deleteCard(c.req.param("customerId")!, c.req.param("cardId")!),
+    handle: (h) => h.svc.deleteCard(param(h, "customerId"), param(h, "cardId")),
   },
 ];

@@ -10,6 +10,7 @@ import {
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
+  param,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -29,7 +30,8 @@ export const chargeEndpoints: Endpoint[] = [
       operationId: "createCharge",
       tags: ["Charges"],
       summary: "Create a card charge (capture defaults to false)",
-      description: "Send `card` or a one-time `token`. The `Request-Id` of this request " +
+      description:
+        "Send `card` or a one-time token's `value` as `token`. The `Request-Id` of this request " +
         "(generated and returned in the `Request-Id` header when absent) addresses the void.",
       request: { headers: RequestIdHeader, body: jsonBody(S.ChargeInput, "Charge") },
       responses: {
@@ -38,7 +40,7 @@ export const chargeEndpoints: Endpoint[] = [
         502: jsonResponse(S.ErrorEnvelope, "System error (PMT-6000)"),
       },
     }),
-    handle: async ({ c, svc }) => svc.createCharge(await readJson(c), requestIdOf(c)),
+    handle: async (h) => h.svc.createCharge(await readJson(h), requestIdOf(h.c)),
   },
   {
     route: createRoute({
@@ -46,11 +48,11 @@ export const chargeEndpoints: Endpoint[] = [
       path: "/payments/charges/{chargeId}",
       operationId: "getCharge",
       tags: ["Charges"],
-      summary: "Read a charge",
+      summary: "Read a charge (with its refunds and the refundable remainder)",
       request: { params: ChargeId },
       responses: { 200: jsonResponse(S.Charge, "Charge"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.getCharge(c.req.param("chargeId")!),
+    handle: (h) => h.svc.getCharge(param(h, "chargeId")),
   },
   {
     route: createRoute({
@@ -66,8 +68,7 @@ export const chargeEndpoints: Endpoint[] = [
       },
       responses: { 200: jsonResponse(S.Charge, "Charge with captureDetail"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) =>
-      svc.capture(c.req.param("chargeId")!, await readJson(c), requestIdOf(c)),
+    handle: async (h) => h.svc.capture(param(h, "chargeId"), await readJson(h), requestIdOf(h.c)),
   },
   {
     route: createRoute({
@@ -76,6 +77,9 @@ export const chargeEndpoints: Endpoint[] = [
       operationId: "createRefund",
       tags: ["Charges"],
       summary: "Refund a charge (total ≤ captured; an authorization only in full)",
+      description: "Any number of refunds (at most 100) up to the captured amount; the charge " +
+        "then reads `REFUNDED`, partly or fully refunded alike: its `refunds` and " +
+        "`refundableAmount` tell how much. Without `amount`, the whole remainder.",
       request: {
         params: ChargeId,
         headers: RequestIdHeader,
@@ -83,8 +87,19 @@ export const chargeEndpoints: Endpoint[] = [
       },
       responses: { 201: jsonResponse(S.Refund, "Refund issued"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) =>
-      svc.refund(c.req.param("chargeId")!, await readJson(c), requestIdOf(c)),
+    handle: async (h) => h.svc.refund(param(h, "chargeId"), await readJson(h), requestIdOf(h.c)),
+  },
+  {
+    route: createRoute({
+      method: "get",
+      path: "/payments/charges/{chargeId}/refunds",
+      operationId: "listRefunds",
+      tags: ["Charges"],
+      summary: "List a charge's refunds, newest first",
+      request: { params: ChargeId },
+      responses: { 200: jsonResponse(S.RefundList, "Refunds"), ...ERROR_RESPONSES },
+    }),
+    handle: (h) => h.svc.listRefunds(param(h, "chargeId")),
   },
   {
     route: createRoute({
@@ -96,7 +111,7 @@ export const chargeEndpoints: Endpoint[] = [
       request: { params: ChargeRefund },
       responses: { 200: jsonResponse(S.Refund, "Refund"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.getRefund(c.req.param("chargeId")!, c.req.param("refundId")!),
+    handle: (h) => h.svc.getRefund(param(h, "chargeId"), param(h, "refundId")),
   },
   {
     route: createRoute({
@@ -112,7 +127,7 @@ export const chargeEndpoints: Endpoint[] = [
       },
       responses: { 201: jsonResponse(S.Void, "Void issued"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) =>
-      svc.voidByRequest(c.req.param("chargeRequestId")!, await readJson(c), requestIdOf(c)),
+    handle: async (h) =>
+      h.svc.voidByRequest(param(h, "chargeRequestId"), await readJson(h), requestIdOf(h.c)),
   },
 ];

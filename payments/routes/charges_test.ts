@@ -246,3 +246,140 @@ Deno.test("get-charge: answers the response built from the record through every 
   assert.equal((await h.req("GET", "payments/charges/ch_nope")).status, 404);
   h.close();
 });
+
+Deno.test("a charge shows its refunds and the refundable remainder; GET …/refunds lists them", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const { body } = await charge(h, { capture: true, amount: "25.00" });
+  assert.deepEqual(
+    [body.refundedAmount, body.refundableAmount, body.refunds],
+    ["0.00", "25.00", []],
+  );
+  assert.deepEqual((await h.req("GET", `payments/charges/${body.id}/refunds`)).body, []);
+  const r1 = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "10.00" });
+  const afterOne = S.Charge.strict().parse(
+    (await h.req("GET", `payments/charges/${body.id}`)).body,
+  );
+  // a partial refund: status REFUNDED, the amounts tell how much
+  assert.equal(afterOne.status, "REFUNDED");
+  assert.equal(afterOne.refundedAmount, "10.00");
+  assert.equal(afterOne.refundableAmount, "15.00");
+  assert.deepEqual(afterOne.refunds, [{
+    id: r1.body.id,
+    amount: "10.00",
+    created: r1.body.created,
+  }]);
+  const r2 = await h.req("POST", `payments/charges/${body.id}/refunds`, {});
+  assert.equal(r2.body.amount, "15.00");
+  const full = (await h.req("GET", `payments/charges/${body.id}`)).body;
+  assert.deepEqual(
+    [
+      full.status,
+      full.refundedAmount,
+      full.refundableAmount,
+      full.refunds.map((r: S.RefundSummary) => r.id),
+    ],
+    ["REFUNDED", "25.00", "0.00", [r2.body.id, r1.body.id]],
+  );
+  const list = await h.req("GET", `payments/charges/${body.id}/refunds`);
+  assert.equal(list.status, 200);
+  assert.deepEqual(S.RefundList.parse(list.body), [r2.body, r1.body]);
+  assert.equal((await h.req("GET", "payments/charges/ch_nope/refunds")).status, 404);
+  // an authorization may be refunded only in full; cancelled: nothing refundable
+  const auth = (await charge(h, { amount: "8.00" })).body;
+  assert.equal(auth.refundableAmount, "8.00");
+  await h.req("POST", `payments/charges/${auth.id}/refunds`, {});
+  const cancelled = (await h.req("GET", `payments/charges/${auth.id}`)).body;
+  assert.deepEqual([cancelled.status, cancelled.refundableAmount], ["CANCELLED", "0.00"]);
+  h.close();
+});
+
+Deno.test("errors tell the rule that failed in moreInfo; message and detail keep their shape", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const cases: [unknown, RegExp][] = [
+    ["100000000.00", /from 0\.00 to 99999\.99/],
+    [-5, /from 0\.00 to 99999\.99/],
+    ["-5", /from 0\.00 to 99999\.99/],
+    ["1.005", /at most two decimals/],
+    [1.005, /at most two decimals/],
+    ["ten", /decimal string or JSON number/],
+  ];
+  for (const [amount, rule] of cases) {
+    const r = await h.req("POST", "payments/charges", { amount, currency: "USD", card: CARD });
+    assert.equal(r.status, 400, String(amount));
+    const e = r.body.errors[0];
+    assert.deepEqual([e.code, e.message, e.detail], ["PMT-4000", "amount is invalid.", "amount"]);
+    assert.match(e.moreInfo, rule, String(amount));
+  }
+  const { body } = await charge(h, { capture: true, amount: "25.00" });
+  await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "10.00" });
+  const over = await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "15.01" });
+  assert.equal(over.status, 400);
+  assert.deepEqual(
+    [over.body.errors[0].message, over.body.errors[0].detail],
+    ["amount is invalid.", "amount"],
+  );
+  assert.match(over.body.errors[0].moreInfo, /remaining refundable amount, 15\.00/);
+  const month = await h.req("POST", "payments/charges", {
+    amount: "1.00",
+    currency: "USD",
+    card: { ...CARD, expMonth: 13 },
+  });
+  assert.equal(month.body.errors[0].moreInfo, "1 to 12");
+  h.close();
+});
+
+Deno.test("a JSON number amount a double cannot hold exactly is 400, not rounded", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const body = (amount: string) =>
+    `{"amount":${amount},"currency":"USD","card":${JSON.stringify(CARD)}}`;
+  for (const amount of ["99999.989999999999", "0.1000000000000000055511151231257827", "1e400"]) {
+    const r = await h.req("POST", "payments/charges", body(amount));
+    assert.equal(r.status, 400, amount);
+    assert.deepEqual([r.body.errors[0].message, r.body.errors[0].detail], [
+      "amount is invalid.",
+      "amount",
+    ]);
+    assert.match(r.body.errors[0].moreInfo, /cannot be taken exactly/);
+  }
+  // exact numbers are amounts at their value, whatever their spelling
+  for (const [amount, wire] of [["99999.99", "99999.99"], ["12.50", "12.50"], ["1.2e1", "12.00"]]) {
+    const r = await h.req("POST", "payments/charges", body(amount));
+    assert.equal(r.status, 201, amount);
+    assert.equal(r.body.amount, wire);
+  }
+  h.close();
+});
+
+Deno.test("a card number of all zeros is rejected although Luhn-valid", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  for (const number of ["0000000000000000", "000000000000"]) {
+    const r = await h.req("POST", "payments/charges", {
+      amount: "1.00",
+      currency: "USD",
+      card: { ...CARD, number },
+    });
+    assert.equal(r.status, 400);
+    assert.deepEqual([r.body.errors[0].message, r.body.errors[0].detail], [
+      "number is invalid.",
+      "card.number",
+    ]);
+    assert.match(r.body.errors[0].moreInfo, /not a card number/);
+    const card = await h.req("POST", "customers/c/cards", { ...CARD, number });
+    assert.equal(card.status, 400);
+  }
+  h.close();
+});
+
+Deno.test("refunds: a refund of the rest records and answers the amount it refunded", async () => {
+  const h = harness(await Deno.openKv(":memory:"));
+  const { body } = await charge(h, { capture: true, amount: "10.00" });
+  await h.req("POST", `payments/charges/${body.id}/refunds`, { amount: "9.25" });
+  const rest = await h.req("POST", `payments/charges/${body.id}/refunds`, {});
+  assert.equal(rest.status, 201);
+  assert.equal(rest.body.amount, "0.75");
+  const got = await h.req("GET", `payments/charges/${body.id}/refunds/${rest.body.id}`);
+  assert.deepEqual(got.body, rest.body);
+  const listed = (await h.req("GET", `payments/charges/${body.id}`)).body.refunds;
+  assert.deepEqual(listed[0], { id: rest.body.id, amount: "0.75", created: rest.body.created });
+  h.close();
+});

@@ -10,6 +10,7 @@ import {
   ERROR_RESPONSES,
   jsonBody,
   jsonResponse,
+  param,
   readJson,
   RequestIdHeader,
   requestIdOf,
@@ -28,7 +29,7 @@ export const echeckEndpoints: Endpoint[] = [
       request: { headers: RequestIdHeader, body: jsonBody(S.ECheckInput, "E-check") },
       responses: { 201: jsonResponse(S.ECheck, "E-check created (PENDING)"), ...ERROR_RESPONSES },
     }),
-    handle: async ({ c, svc }) => svc.createECheck(await readJson(c), requestIdOf(c)),
+    handle: async (h) => h.svc.createECheck(await readJson(h), requestIdOf(h.c)),
   },
   {
     route: createRoute({
@@ -40,6 +41,6 @@ export const echeckEndpoints: Endpoint[] = [
       request: { params: z.object({ echeckId: z.string() }) },
       responses: { 200: jsonResponse(S.ECheck, "E-check"), ...ERROR_RESPONSES },
     }),
-    handle: ({ c, svc }) => svc.getECheck(c.req.param("echeckId")!),
+    handle: (h) => h.svc.getECheck(param(h, "echeckId")),
   },
 ];

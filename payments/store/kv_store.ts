@@ -3,16 +3,8 @@
  * `kv.atomic()` commit guarded by versionstamp checks, so the same code is
  * correct on the embedded SQLite store and on a remote KV Connect store.
  * Under load, independent changes share commits ({@link CommitBatcher}) and
- * concurrent reads share round trips ({@link ReadBatcher}).
- *
- * Key layout:
- * `["card", customer, id]`, `["bank", customer, id]`, `["charge", id]`
- * (read by get-charge through a {@link ViewCache}), `["view_epoch"]` → a
- * counter every commit changing an existing `["charge", id]` adds 1 to,
- * `["charge_req", requestId]` → charge id, `["refund", charge, id]`,
- * `["void", id]`, `["echeck", id]`, `["token", id]` (15 min),
- * `["idem", requestId]` → stored response (24 h). Stores written by earlier
- * versions also hold `["charge_view", version, id]` keys, no longer read.
+ * concurrent reads share round trips ({@link ReadBatcher}). The key layout
+ * is `keys.ts`; idempotency records are `idempotency.ts`.
  *
  * @module
  */
@@ -20,36 +12,21 @@ import { getLogger } from "@logtape/logtape";
 import { PaymentsError } from "../domain/errors.ts";
 import { type AtomicChange, CommitBatcher, isDatabaseLocked } from "./commit_batcher.ts";
 import { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
+import {
+  IDEMPOTENCY_TTL_MS,
+  type IdempotencyRecord,
+  replayOf,
+  requestDigest,
+} from "./idempotency.ts";
+import { keys, VIEW_EPOCH_KEY, VIEW_PREFIX } from "./keys.ts";
 import { ReadBatcher } from "./read_batcher.ts";
+import type { Reply } from "./reply.ts";
 import { ViewCache } from "./view_cache.ts";
 
 const log = getLogger(["payments", "store"]);
 
-/** How long idempotency records are kept. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
-/** A stored response, replayed for a repeated Request-Id. */
-export interface IdempotencyRecord {
-  /** Operation fingerprint (name plus path identifiers). */
-  op: string;
-  /** HTTP status of the original response. */
-  status: number;
-  /** The original response body, serialized (the JSON sent). */
-  json?: string;
-  /** The original response body (records written before `json`). */
-  body?: unknown;
-  /** Extra response headers of the original response. */
-  headers?: Record<string, string>;
-}
-
-/** The counter validating cached views (see {@link ViewCache}). */
-export const VIEW_EPOCH_KEY: Deno.KvKey = ["view_epoch"];
-
-/** First key part of the values read through the view cache. */
-export const VIEW_PREFIX = "charge";
-
-/** What one attempt of a change wants to commit. */
-export interface CommitPlan {
+/** What one attempt of a change wants to commit, and the reply it then gives. */
+export interface CommitPlan extends Omit<Reply, "replayed"> {
   /** Versionstamp checks (`versionstamp: null` = key must not exist). */
   checks: Deno.AtomicCheck[];
   /** Keys to write. */
@@ -62,28 +39,6 @@ export interface CommitPlan {
    * epoch stays). By default a plan writing such a key bumps the epoch.
    */
   newViews?: boolean;
-  /** Response status. */
-  status: number;
-  /** Response body. */
-  body: unknown;
-  /** The response body serialized, when the plan has it already. */
-  json?: string;
-  /** Extra response headers. */
-  headers?: Record<string, string>;
-}
-
-/** Result of a change: the response to send. */
-export interface CommitResult {
-  /** HTTP status. */
-  status: number;
-  /** JSON body. */
-  body: unknown;
-  /** The body serialized, when known (the JSON to send). */
-  json?: string;
-  /** Extra response headers. */
-  headers?: Record<string, string>;
-  /** True when replayed from an idempotency record. */
-  replayed: boolean;
 }
 
 /** Options of {@link PaymentsStore.change}. */
@@ -92,6 +47,11 @@ export interface ChangeOptions {
   requestId?: string;
   /** Operation fingerprint. */
   op: string;
+  /**
+   * The request body (parsed JSON): its digest is kept with the idempotency
+   * record, and a repeat of the Request-Id with another body is refused.
+   */
+  body?: unknown;
   /**
    * Builds the plan from fresh reads; may throw a PaymentsError. Called again
    * after a conflict, with the number of the attempt (0 first).
@@ -207,6 +167,35 @@ export class PaymentsStore {
     return this.#within(this.#reads.get<T>(key), "a read");
   }
 
+  /**
+   * Read a key that must exist: its entry, or 404 PMT-4000 naming the path
+   * parameter `param` (e.g. `chargeId`) when it is absent.
+   */
+  async require<T>(key: Deno.KvKey, param: string): Promise<Deno.KvEntry<T>> {
+    const e = await this.get<T>(key);
+    if (e.versionstamp === null) throw PaymentsError.notFound(param);
+    return e;
+  }
+
+  /**
+   * The writes (guarded by versionstamp checks) that clear `default` on
+   * every record under `prefix` that has it: a new default payment method
+   * replaces the old one in the same commit.
+   */
+  async demoteDefaults<T extends { default: boolean; updated: string }>(
+    prefix: Deno.KvKey,
+    iso: string,
+  ): Promise<Pick<CommitPlan, "checks" | "sets">> {
+    const checks: Deno.AtomicCheck[] = [];
+    const sets: CommitPlan["sets"] = [];
+    for (const e of await this.entries<T>(prefix)) {
+      if (!e.value.default) continue;
+      checks.push(e);
+      sets.push({ key: e.key, value: { ...e.value, default: false, updated: iso } });
+    }
+    return { checks, sets };
+  }
+
   /** All values under a prefix, newest (highest key) first. */
   async listNewestFirst<T>(prefix: Deno.KvKey, limit = 1000): Promise<T[]> {
     const entries = await this.#list<T>(prefix, { reverse: true, limit });
@@ -255,28 +244,25 @@ export class PaymentsStore {
     return this.#within(this.#commits.commit(change), "a commit");
   }
 
-  async #replay(key: Deno.KvKey, op: string): Promise<CommitResult | undefined> {
+  async #replay(key: Deno.KvKey, op: string, digest?: string): Promise<Reply | undefined> {
     const prior = await this.get<IdempotencyRecord>(key);
-    if (!prior.value) return undefined;
-    if (prior.value.op !== op) throw PaymentsError.invalid("requestId");
-    const { json } = prior.value;
-    return json === undefined
-      ? { ...prior.value, body: prior.value.body, replayed: true }
-      : { ...prior.value, body: JSON.parse(json), replayed: true };
+    return prior.value ? replayOf(prior.value, op, digest) : undefined;
   }
 
   /**
    * Apply a change atomically, with idempotency by `requestId`: a repeat of
-   * the same operation returns the stored response; the same key on another
-   * operation is rejected with 400 `requestId is invalid.`. Concurrent
-   * duplicates race on the `["idem", requestId]` key: exactly one commits.
+   * the same request (operation and body) returns the stored response; the
+   * same key on another operation or with another body is rejected with 400
+   * `requestId is invalid.` ({@link replayOf}). Concurrent duplicates race on
+   * the idempotency key: exactly one commits.
    *
    * The common case costs one KV round trip: the plan is committed with a
    * check that the idempotency key is new, and the idempotency record is read
    * only when that commit (or the plan) fails, to replay a repeat.
    */
-  async change(opts: ChangeOptions): Promise<CommitResult> {
-    const idemKey: Deno.KvKey | undefined = opts.requestId ? ["idem", opts.requestId] : undefined;
+  async change(opts: ChangeOptions): Promise<Reply> {
+    const idemKey = opts.requestId ? keys.idempotency(opts.requestId) : undefined;
+    const digest = idemKey ? requestDigest(opts.body) : undefined;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       let plan: CommitPlan;
       try {
@@ -288,38 +274,33 @@ export class PaymentsStore {
         // (503): reading it again would only wait a second time.
         const storeFailed = err instanceof PaymentsError && err.status === 503;
         if (idemKey && !storeFailed) {
-          const prior = await this.#replay(idemKey, opts.op);
+          const prior = await this.#replay(idemKey, opts.op, digest);
           if (prior) return prior;
         }
         throw err;
       }
-      const checks = [...plan.checks];
-      const sets = [...plan.sets];
+      const { checks, sets, deletes, newViews, ...reply } = plan;
       // Serialized once: stored for replays (a string is cheap to store) and sent.
-      const json = plan.json ?? JSON.stringify(plan.body);
+      const json = reply.json ?? JSON.stringify(reply.body);
+      const allChecks = [...checks];
+      const allSets = [...sets];
       if (idemKey) {
         const record: IdempotencyRecord = {
           op: opts.op,
-          status: plan.status,
+          digest,
+          status: reply.status,
           json,
-          ...(plan.headers ? { headers: plan.headers } : {}),
+          ...(reply.headers ? { headers: reply.headers } : {}),
         };
-        checks.push({ key: idemKey, versionstamp: null });
-        sets.push({ key: idemKey, value: record, expireIn: IDEMPOTENCY_TTL_MS });
+        allChecks.push({ key: idemKey, versionstamp: null });
+        allSets.push({ key: idemKey, value: record, expireIn: IDEMPOTENCY_TTL_MS });
       }
-      const bumps = !plan.newViews && sets.some((x) => x.key[0] === VIEW_PREFIX);
+      const bumps = !newViews && sets.some((x) => x.key[0] === VIEW_PREFIX);
       const sums = bumps ? [{ key: VIEW_EPOCH_KEY, n: 1n }] : undefined;
-      if (await this.#commit({ checks, sets, deletes: plan.deletes ?? [], sums })) {
-        return {
-          status: plan.status,
-          body: plan.body,
-          json,
-          headers: plan.headers,
-          replayed: false,
-        };
-      }
+      const change = { checks: allChecks, sets: allSets, deletes: deletes ?? [], sums };
+      if (await this.#commit(change)) return { ...reply, json };
       if (idemKey) {
-        const prior = await this.#replay(idemKey, opts.op);
+        const prior = await this.#replay(idemKey, opts.op, digest);
         if (prior) return prior;
       }
       if (attempt > 2) {

@@ -1,7 +1,11 @@
 /**
  * The admin listener's application (Hono): `GET /health`, `GET /metrics`
- * (Prometheus text), and the admin API under `/admin/`. Mutating calls need
- * `Authorization: Bearer <admin.token>` when a token is configured.
+ * (Prometheus text), and the admin API under `/admin/`. When a token is
+ * configured, every call under `/admin/` (the mutating ones, and the reads
+ * that list client addresses and backends) needs
+ * `Authorization: Bearer <admin.token>`; `/health` and `/metrics` stay open
+ * for probes and scrapers. The configuration refuses an admin listener on a
+ * non-loopback address without a token, so this never fails open.
  *
  * @module
  */
@@ -13,9 +17,15 @@ import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../metrics/prometheus
 import type { ProxyRuntime } from "../runtime.ts";
 import type { ConnectionInfo } from "../server/server.ts";
 
+/** The part of {@link ProxyRuntime} the admin application uses. */
+export type AdminRuntime = Pick<
+  ProxyRuntime,
+  "backends" | "poolsWithoutHealthyBackend" | "metricsView" | "setEnabled" | "setWeight"
+>;
+
 /** What the admin application needs. */
 export interface AdminDeps {
-  runtime: ProxyRuntime;
+  runtime: AdminRuntime;
   /** Open connections of the HTTP/3 listener. */
   connections(): ConnectionInfo[];
   /** Re-reads and validates the configuration file, then swaps it in. */
@@ -23,6 +33,7 @@ export interface AdminDeps {
   /** Starts a graceful shutdown (as SIGTERM does). */
   drain(): void;
   version: string;
+  /** `admin.token`: when set, every `/admin/` call needs it as a bearer token. */
   token?: string;
   /** Wall-clock ms since the epoch; injectable for tests. */
   now?: () => number;
@@ -54,7 +65,7 @@ export function createAdminApp(deps: AdminDeps): Hono {
   const app = new Hono();
 
   app.use("/admin/*", async (c, next) => {
-    if (deps.token && c.req.method !== "GET" && c.req.method !== "HEAD") {
+    if (deps.token !== undefined) {
       const auth = c.req.header("authorization") ?? "";
       const m = /^Bearer\s+(.+)$/i.exec(auth);
       if (!m || !constantTimeEqual(m[1].trim(), deps.token)) {

@@ -17,40 +17,77 @@ export type HashKeySource =
   | { readonly source: "query"; readonly name: string }
   | { readonly source: "path" };
 
-/** Key used when `load_balancing.key` is not given. */
+/** `load_balancing.key` of `consistent-hash` when the configuration gives none. */
+export const DEFAULT_HASH_KEY = "path";
+
+/** Key used when `load_balancing.key` is not given ({@link DEFAULT_HASH_KEY}). */
 export const DEFAULT_HASH_KEY_SOURCE: HashKeySource = Object.freeze({ source: "path" });
 
+/** RFC 9110 §5.6.2 `token`: header, cookie (RFC 6265 §4.1.1) and query names. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** What {@link parseHashKey} accepts, for error messages. */
+export const HASH_KEY_FORMS = "header:<name>, cookie:<name>, query:<name> or path";
+
 /**
- * Parses `header:<name>`, `cookie:<name>`, `query:<name>` or `path`.
- * The source word is case-insensitive; whitespace around the parts is ignored.
+ * The grammar of `load_balancing.key`, the only one: exactly `path`, or
+ * `header:<name>`, `cookie:<name>` or `query:<name>` where the source word is
+ * lowercase and the name is an RFC 9110 token (no spaces around either part).
+ * Header names are returned lowercased (HTTP/3 field names are lowercase);
+ * cookie and query names keep their case. Returns `null` for anything else.
  *
- * @throws {BalancerConfigError} for an unknown source or an empty name.
+ * @example
+ * ```ts
+ * parseHashKey("header:X-User-Id"); // { source: "header", name: "x-user-id" }
+ * parseHashKey("path");             // { source: "path" }
+ * parseHashKey("header:");          // null
+ * ```
+ */
+export function parseHashKey(key: string): HashKeySource | null {
+  if (key === "path") return DEFAULT_HASH_KEY_SOURCE;
+  const colon = key.indexOf(":");
+  if (colon < 0) return null;
+  const source = key.slice(0, colon);
+  const name = key.slice(colon + 1);
+  if (!TOKEN.test(name)) return null;
+  if (source === "header") return { source, name: name.toLowerCase() };
+  if (source === "cookie" || source === "query") return { source, name };
+  return null;
+}
+
+/**
+ * Writes a key back in its canonical text form, the one {@link parseHashKey}
+ * reads (`header:x-user-id`, `path`).
+ *
+ * @example
+ * ```ts
+ * formatHashKey(parseHashKey("header:X-User")!); // "header:x-user"
+ * ```
+ */
+export function formatHashKey(src: HashKeySource): string {
+  return src.source === "path" ? "path" : `${src.source}:${src.name}`;
+}
+
+/**
+ * {@link parseHashKey} for the balancer factories: `undefined` means
+ * {@link DEFAULT_HASH_KEY}, anything the grammar refuses throws.
+ *
+ * @throws {BalancerConfigError} for a key outside the grammar.
  * @example
  * ```ts
  * parseHashKeySource("header:X-User"); // { source: "header", name: "x-user" }
- * parseHashKeySource("cookie:sid");    // { source: "cookie", name: "sid" }
+ * parseHashKeySource(undefined);       // { source: "path" }
  * ```
  */
 export function parseHashKeySource(key: string | undefined): HashKeySource {
   if (key === undefined) return DEFAULT_HASH_KEY_SOURCE;
-  const trimmed = key.trim();
-  if (trimmed.toLowerCase() === "path") return DEFAULT_HASH_KEY_SOURCE;
-  const colon = trimmed.indexOf(":");
-  const source = colon < 0 ? "" : trimmed.slice(0, colon).trim().toLowerCase();
-  const name = colon < 0 ? "" : trimmed.slice(colon + 1).trim();
-  if (source !== "header" && source !== "cookie" && source !== "query") {
+  const parsed = parseHashKey(key);
+  if (parsed === null) {
     throw new BalancerConfigError(
-      `load_balancing.key ${
-        JSON.stringify(key)
-      } must be header:<name>, cookie:<name>, query:<name> or path`,
+      `load_balancing.key ${JSON.stringify(key)} must be ${HASH_KEY_FORMS}`,
     );
   }
-  if (name === "") {
-    throw new BalancerConfigError(
-      `load_balancing.key ${JSON.stringify(key)} needs a name after "${source}:"`,
-    );
-  }
-  return source === "header" ? { source, name: name.toLowerCase() } : { source, name };
+  return parsed;
 }
 
 /**

@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { request } from "./_test_util.ts";
 import { fnv1a64, hash32 } from "./hash.ts";
+import { BalancerConfigError } from "./types.ts";
 import {
   cookieValue,
   extractHashKey,
+  formatHashKey,
+  parseHashKey,
   parseHashKeySource,
   pathOnly,
   queryValue,
@@ -25,12 +28,29 @@ Deno.test("hash32 spreads similar keys over the whole 32-bit space", () => {
   for (const n of buckets) assert.ok(n > 850 && n < 1150, `${buckets}`);
 });
 
-Deno.test("parseHashKeySource: the four forms, case and whitespace tolerant", () => {
+Deno.test("parseHashKey: the four key forms; header names lowercased", () => {
+  assert.deepEqual(parseHashKey("path"), { source: "path" });
+  assert.deepEqual(parseHashKey("header:X-User-Id"), { source: "header", name: "x-user-id" });
+  assert.deepEqual(parseHashKey("cookie:Session"), { source: "cookie", name: "Session" });
+  assert.deepEqual(parseHashKey("query:user"), { source: "query", name: "user" });
+  const bad = ["", "ip", "header:", "header:a b", "body:x", "Path", "path:x", " PATH ", "Cookie:x"];
+  for (const key of bad) assert.equal(parseHashKey(key), null, key);
+});
+
+Deno.test("formatHashKey writes the canonical form parseHashKey reads back", () => {
+  for (const key of ["path", "header:x-user", "cookie:SID", "query:tenant"]) {
+    assert.equal(formatHashKey(parseHashKey(key)!), key);
+  }
+  assert.equal(formatHashKey(parseHashKey("header:X-User")!), "header:x-user");
+});
+
+Deno.test("parseHashKeySource: undefined means path; outside the grammar throws", () => {
   assert.deepEqual(parseHashKeySource(undefined), { source: "path" });
-  assert.deepEqual(parseHashKeySource(" PATH "), { source: "path" });
   assert.deepEqual(parseHashKeySource("header:X-User-Id"), { source: "header", name: "x-user-id" });
-  assert.deepEqual(parseHashKeySource("Cookie: SID"), { source: "cookie", name: "SID" });
   assert.deepEqual(parseHashKeySource("query:tenant"), { source: "query", name: "tenant" });
+  for (const key of ["ip", "header:", " PATH ", "Cookie: SID"]) {
+    assert.throws(() => parseHashKeySource(key), BalancerConfigError, key);
+  }
 });
 
 Deno.test("cookieValue: robust parsing, first match wins", () => {

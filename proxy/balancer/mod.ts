@@ -1,6 +1,20 @@
 /**
  * Load balancing: `random`, smooth weighted `round-robin` and
- * `consistent-hash`, behind one {@link Balancer} interface.
+ * `consistent-hash`, behind one {@link Balancer} interface. The balancer
+ * also owns the `load_balancing` vocabulary the configuration schema uses
+ * ({@link LoadBalancingConfig}, {@link parseHashKey}).
+ *
+ * @example
+ * ```ts
+ * import { createBalancer } from "./mod.ts";
+ *
+ * const lb = createBalancer({ type: "consistent-hash", key: "header:x-user" }, [
+ *   { id: "a", address: "10.0.0.1:8080", weight: 100 },
+ *   { id: "b", address: "10.0.0.2:8080", weight: 100 },
+ * ]);
+ * const req = { path: "/", header: (name: string) => (name === "x-user" ? "u1" : null) };
+ * const [chosen, ...retries] = lb.candidates(req, () => true);
+ * ```
  *
  * @module
  */
@@ -11,6 +25,7 @@ export {
   BalancerConfigError,
   type BalanceRequest,
   type BalancerOptions,
+  LOAD_BALANCING_TYPES,
   type LoadBalancingConfig,
   type LoadBalancingType,
   usableBackends,
@@ -26,9 +41,13 @@ export {
 } from "./consistent_hash.ts";
 export {
   cookieValue,
+  DEFAULT_HASH_KEY,
   DEFAULT_HASH_KEY_SOURCE,
   extractHashKey,
+  formatHashKey,
+  HASH_KEY_FORMS,
   type HashKeySource,
+  parseHashKey,
   parseHashKeySource,
   pathOnly,
   queryValue,

@@ -46,16 +46,22 @@ export interface Balancer {
   candidates(req: BalanceRequest, isAvailable: (id: string) => boolean): BackendRef[];
 }
 
-/** The load-balancing algorithms (`load_balancing.type`). */
-export type LoadBalancingType = "random" | "round-robin" | "consistent-hash";
+/** The load-balancing algorithms (`load_balancing.type`), in the order error messages list them. */
+export const LOAD_BALANCING_TYPES = ["random", "round-robin", "consistent-hash"] as const;
 
-/** `load_balancing` as written in the YAML config. */
-export interface LoadBalancingConfig {
-  /** Algorithm. */
-  readonly type: LoadBalancingType;
-  /** `consistent-hash` key source: `header:<name>`, `cookie:<name>`, `query:<name>` or `path`. */
-  readonly key?: string;
-}
+/** One of {@link LOAD_BALANCING_TYPES}. */
+export type LoadBalancingType = (typeof LOAD_BALANCING_TYPES)[number];
+
+/**
+ * A load-balancing choice (`load_balancing` of the configuration, global or
+ * per pool). Only `consistent-hash` has a `key`: `header:<name>`,
+ * `cookie:<name>`, `query:<name>` or `path` (the default); the configuration
+ * schema always fills it in.
+ */
+export type LoadBalancingConfig =
+  | { readonly type: "random" }
+  | { readonly type: "round-robin" }
+  | { readonly type: "consistent-hash"; readonly key?: string };
 
 /** Options shared by the balancer factories. */
 export interface BalancerOptions {

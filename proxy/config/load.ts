@@ -21,7 +21,14 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { type Config, ConfigSchema } from "./schema.ts";
-import { checkPemFile, type PemKind } from "./_files.ts";
+import {
+  certificateValidity,
+  MAX_CONFIG_BYTES,
+  type PemKind,
+  readBoundedFile,
+  readPemFile,
+  readPemFileSync,
+} from "./_files.ts";
 import { issueMessage } from "./_issues.ts";
 import { formatPath, type KeyPath, lineOfPath } from "./_yaml_lines.ts";
 
@@ -43,9 +50,32 @@ export interface ConfigProblem {
  * - `kind: "invalid"`: valid YAML that breaks the schema; all problems, sorted by line.
  */
 export type LoadResult =
-  | { ok: true; config: Config }
+  | {
+    ok: true;
+    config: Config;
+    /** Things that do not stop the proxy but should be fixed (an expired certificate). */
+    warnings: ConfigProblem[];
+    /** The certificate and key texts as read and checked (absent when files were not checked). */
+    pem?: TlsPem;
+  }
   | { ok: false; kind: "load"; message: string }
   | { ok: false; kind: "invalid"; problems: ConfigProblem[] };
+
+/** The PEM texts of `listen.tls.cert` and `listen.tls.key`. */
+export interface TlsPem {
+  /** The certificate chain (PEM). */
+  cert: string;
+  /** The private key (PEM). */
+  key: string;
+}
+
+/** Why a certificate and key cannot be used together, and which of the two keys to blame. */
+export interface TlsPairProblem {
+  /** The key to blame: `listen.tls.cert` or `listen.tls.key`. */
+  at: PemKind;
+  /** What is wrong. */
+  message: string;
+}
 
 /** Options of {@link parseConfigText}. */
 export interface ParseOptions {
@@ -53,6 +83,21 @@ export interface ParseOptions {
   baseDir?: string;
   /** Check that the certificate and key files exist and hold PEM blocks (default true). */
   checkFiles?: boolean;
+  /** Clock for the certificate validity warnings (ms since the epoch); default `Date.now`. */
+  now?: () => number;
+}
+
+/** Options of {@link loadConfig}. */
+export interface LoadOptions {
+  /**
+   * Loads the certificate and key the way the listener will and says why
+   * they cannot be used together (e.g. a key that is not the certificate's),
+   * or `null`. Injected by `main.ts`, which may touch the QUIC API; without
+   * it, only the files themselves are checked.
+   */
+  checkTlsPair?: (pem: TlsPem) => Promise<TlsPairProblem | null>;
+  /** Clock for the certificate validity warnings (ms since the epoch); default `Date.now`. */
+  now?: () => number;
 }
 
 /** The most YAML syntax errors spelled out in one message. */
@@ -72,16 +117,28 @@ export function formatProblem(p: ConfigProblem): string {
 /**
  * Reads and validates the configuration file at `path`. Relative certificate
  * and key paths are resolved against the file's directory, and the returned
- * config holds the resolved paths.
+ * config holds the resolved paths. Every file is read off the event loop,
+ * only if it is a regular file, and never past a size bound, so a reload
+ * pointed at a FIFO or a device cannot hang or exhaust the process.
  */
-export async function loadConfig(path: string): Promise<LoadResult> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    return { ok: false, kind: "load", message: describeReadError(path, error) };
+export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<LoadResult> {
+  const read = await readBoundedFile(path, MAX_CONFIG_BYTES);
+  if (!read.ok) return { ok: false, kind: "load", message: describeReadError(path, read.problem) };
+  const v = validateText(read.text, dirname(resolve(path)));
+  if (!v.ok) return v;
+  const pem: Partial<TlsPem> = {};
+  await Promise.all((["cert", "key"] as const).map(async (kind) => {
+    const file = v.tlsPaths[kind];
+    if (file === undefined) return;
+    const got = await readPemFile(file, kind);
+    if (got.ok) pem[kind] = got.text;
+    else v.add(["listen", "tls", kind], got.problem);
+  }));
+  if (opts.checkTlsPair && pem.cert !== undefined && pem.key !== undefined) {
+    const problem = await opts.checkTlsPair({ cert: pem.cert, key: pem.key });
+    if (problem !== null) v.add(["listen", "tls", problem.at], problem.message);
   }
-  return parseConfigText(text, { baseDir: dirname(resolve(path)) });
+  return v.finish(pem, opts.now ?? Date.now);
 }
 
 /**
@@ -94,6 +151,35 @@ export function parseConfigText(
   text: string,
   opts: ParseOptions = {},
 ): LoadResult {
+  const v = validateText(text, opts.baseDir);
+  if (!v.ok) return v;
+  const pem: Partial<TlsPem> = {};
+  if (opts.checkFiles ?? true) {
+    for (const kind of ["cert", "key"] as const) {
+      const file = v.tlsPaths[kind];
+      if (file === undefined) continue;
+      const got = readPemFileSync(file, kind);
+      if (got.ok) pem[kind] = got.text;
+      else v.add(["listen", "tls", kind], got.problem);
+    }
+  }
+  return v.finish(pem, opts.now ?? Date.now);
+}
+
+/** A parsed, schema-checked text whose file checks are still to be added. */
+interface Validation {
+  ok: true;
+  tlsPaths: Partial<Record<PemKind, string>>;
+  /** Adds a problem at a key path (its line is looked up). */
+  add(path: KeyPath, message: string): void;
+  /** The result: the problems, or the frozen config with warnings. */
+  finish(pem: Partial<TlsPem>, now: () => number): LoadResult;
+}
+
+function validateText(
+  text: string,
+  baseDir: string | undefined,
+): Validation | Extract<LoadResult, { kind: "load" }> {
   const lines = new LineCounter();
   const doc = parseDocument(text, {
     lineCounter: lines,
@@ -121,8 +207,12 @@ export function parseConfigText(
   }
 
   const problems: ConfigProblem[] = [];
-  const add = (path: KeyPath, message: string) =>
-    problems.push({ path: formatPath(path), line: lineOfPath(doc, lines, path), message });
+  const at = (path: KeyPath, message: string): ConfigProblem => ({
+    path: formatPath(path),
+    line: lineOfPath(doc, lines, path),
+    message,
+  });
+  const add = (path: KeyPath, message: string) => problems.push(at(path, message));
 
   const parsed = z.safeParse(ConfigSchema, raw, { reportInput: true });
   if (!parsed.success) {
@@ -141,23 +231,43 @@ export function parseConfigText(
   for (const kind of ["cert", "key"] as const) {
     const given = tlsValue(raw, kind);
     if (given === undefined) continue;
-    const path = opts.baseDir !== undefined && !isAbsolute(given)
-      ? resolve(opts.baseDir, given)
-      : given;
-    tlsPaths[kind] = path;
-    if (opts.checkFiles ?? true) {
-      const problem = checkPemFile(path, kind);
-      if (problem !== null) add(["listen", "tls", kind], problem);
-    }
+    tlsPaths[kind] = baseDir !== undefined && !isAbsolute(given) ? resolve(baseDir, given) : given;
   }
 
-  if (!parsed.success || problems.length > 0) {
-    return { ok: false, kind: "invalid", problems: sortByLine(problems) };
+  const finish = (pem: Partial<TlsPem>, now: () => number): LoadResult => {
+    if (!parsed.success || problems.length > 0) {
+      return { ok: false, kind: "invalid", problems: sortByLine(problems) };
+    }
+    const config = parsed.data;
+    if (tlsPaths.cert !== undefined) config.listen.tls.cert = tlsPaths.cert;
+    if (tlsPaths.key !== undefined) config.listen.tls.key = tlsPaths.key;
+    const warnings: ConfigProblem[] = [];
+    if (pem.cert !== undefined) {
+      const w = validityWarning(pem.cert, now());
+      if (w !== null) warnings.push(at(["listen", "tls", "cert"], w));
+    }
+    const result: LoadResult = { ok: true, config: deepFreeze(config), warnings };
+    if (pem.cert !== undefined && pem.key !== undefined) {
+      result.pem = { cert: pem.cert, key: pem.key };
+    }
+    return result;
+  };
+  return { ok: true, tlsPaths, add, finish };
+}
+
+/** A warning when the certificate is expired or not valid yet at `now`, else `null`. */
+function validityWarning(certPem: string, now: number): string | null {
+  const validity = certificateValidity(certPem);
+  if (validity === null) return null;
+  if (validity.notAfter.getTime() < now) {
+    return `the certificate expired on ${validity.notAfter.toISOString()}; ` +
+      "clients will refuse it until it is renewed";
   }
-  const config = parsed.data;
-  if (tlsPaths.cert !== undefined) config.listen.tls.cert = tlsPaths.cert;
-  if (tlsPaths.key !== undefined) config.listen.tls.key = tlsPaths.key;
-  return { ok: true, config: deepFreeze(config) };
+  if (validity.notBefore.getTime() > now) {
+    return `the certificate is not valid before ${validity.notBefore.toISOString()}; ` +
+      "clients will refuse it until then";
+  }
+  return null;
 }
 
 /** `listen.tls.<kind>` of the raw YAML value, when it is a non-empty string. */
@@ -192,14 +302,11 @@ function errorText(error: unknown): string {
   return error instanceof Error ? firstLine(error.message) : String(error);
 }
 
-function describeReadError(path: string, error: unknown): string {
-  if (error instanceof Deno.errors.NotFound) return `configuration file not found: ${path}`;
-  if (error instanceof Deno.errors.IsADirectory) return `${path} is a directory, not a file`;
-  if (error instanceof Deno.errors.PermissionDenied) {
-    return `cannot read configuration file ${path}: permission denied`;
+/** `Error loading config:` text for a configuration file that cannot be read. */
+function describeReadError(path: string, problem: string): string {
+  if (problem.startsWith("file not found:")) return `configuration file not found: ${path}`;
+  if (problem.startsWith("cannot read ") || problem.startsWith(path)) {
+    return problem.replace(/^cannot read /, "cannot read configuration file ");
   }
-  if (error instanceof Deno.errors.NotCapable) {
-    return `cannot read configuration file ${path}: read access not granted (run with --allow-read)`;
-  }
-  return `cannot read configuration file ${path}: ${errorText(error)}`;
+  return `cannot read configuration file ${path}: ${problem}`;
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
 import {
   type ConfigProblem,
   formatProblem,
@@ -8,6 +10,7 @@ import {
   type LoadResult,
   parseConfigText,
 } from "./load.ts";
+import { readProblem } from "./_files.ts";
 
 /** A minimal valid configuration; the comments give the line numbers the rows rely on. */
 const BASE = [
@@ -540,8 +543,8 @@ const INVALID: InvalidRow[] = [
   },
   {
     rule: "unknown key in limits",
-    yaml: BASE + "limits:\n  max_connections: 5\n",
-    path: "limits.max_connections",
+    yaml: BASE + "limits:\n  max_conections: 5\n",
+    path: "limits.max_conections",
     line: 15,
     message: "unknown key",
   },
@@ -565,6 +568,34 @@ const INVALID: InvalidRow[] = [
     path: "admin.token",
     line: 14,
     message: "must not be empty",
+  },
+  {
+    rule: "admin on 0.0.0.0 needs a token (fails closed, as Envoy's admin)",
+    yaml: BASE + "admin:\n  address: 0.0.0.0\n  port: 9902\n",
+    path: "admin.token",
+    line: 14,
+    message: "is required when admin.address is not a loopback address",
+  },
+  {
+    rule: "admin on :: needs a token",
+    yaml: BASE + "admin: { address: '::', port: 9902 }\n",
+    path: "admin.token",
+    line: 14,
+    message: "is required when admin.address is not a loopback address",
+  },
+  {
+    rule: "admin on a routable address needs a token",
+    yaml: BASE + "admin: { address: 10.1.2.3, port: 9902 }\n",
+    path: "admin.token",
+    line: 14,
+    message: "is required when admin.address is not a loopback address",
+  },
+  {
+    rule: "admin on a host name other than localhost needs a token",
+    yaml: BASE + "admin: { address: admin.internal, port: 9902 }\n",
+    path: "admin.token",
+    line: 14,
+    message: "is required when admin.address is not a loopback address",
   },
   // unknown keys
   {
@@ -709,6 +740,16 @@ const VALID: ValidRow[] = [
     yaml: BASE + "admin: { port: 9890 }\n",
     check: (c) => assert.deepEqual(c.admin, { address: "127.0.0.1", port: 9890 }),
   },
+  ...["127.0.0.1", "127.0.0.2", "::1", "localhost", "::ffff:127.0.0.1"].map((address) => ({
+    rule: `admin on loopback ${address} without a token`,
+    yaml: BASE + `admin: { address: "${address}", port: 9890 }\n`,
+    check: (c: ReturnType<typeof configOf>) => assert.deepEqual(c.admin, { address, port: 9890 }),
+  })),
+  {
+    rule: "admin on 0.0.0.0 with a token",
+    yaml: BASE + "admin: { address: 0.0.0.0, port: 9890, token: s3cret }\n",
+    check: (c) => assert.deepEqual(c.admin, { address: "0.0.0.0", port: 9890, token: "s3cret" }),
+  },
   {
     rule: "YAML anchors and merge keys work",
     yaml: BASE.replace(
@@ -749,12 +790,21 @@ Deno.test("minimal config gets every default", () => {
       },
     },
     load_balancing: { type: "round-robin" },
-    log: { level: "info", file: { enabled: false, path: "/var/log/{service}/{service}.log" } },
+    log: {
+      level: "info",
+      file: { enabled: false, path: "/var/log/{service}/{service}.log" },
+      access: { enabled: true, format: "text" },
+    },
     limits: {
       max_header_list_size: 65536,
       max_request_body_bytes: 2147483648,
       request_idle_timeout_ms: 30000,
       drain_timeout_ms: 10000,
+      handshake_timeout_ms: 10000,
+      max_handshakes: 256,
+      max_connections: 4096,
+      max_connections_per_address: 64,
+      upstream_workers: "auto",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
   });
@@ -1022,7 +1072,9 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   const examples = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "examples");
   const text = Deno.readTextFileSync(join(examples, "proxy.yaml"));
   const config = configOf(parseConfigText(text, { baseDir: examples, checkFiles: false }));
-  assert.deepEqual(Object.keys(config.upstream), ["api", "static"]);
+  assert.deepEqual(Object.keys(config.upstream), ["api", "docs", "static"]);
+  assert.equal(config.upstream.docs.route.host, "docs.example.com");
+  assert.deepEqual(config.admin, { address: "127.0.0.1", port: 9890, token: "change-me" });
   assert.equal(config.upstream.api.route.path_prefix, "/vendor/");
   assert.deepEqual(config.upstream.api.backends.map((b) => b.address), [
     "127.0.0.1:8081",
@@ -1032,4 +1084,238 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   assert.equal(config.upstream.static.route.path_prefix, "/");
   assert.equal(config.listen.tls.cert, join(examples, "..", ".dev", "certs", "cert.pem"));
   assert.equal(config.listen.tls.key, join(examples, "..", ".dev", "certs", "key.pem"));
+});
+
+// ---------------------------------------------------------------------------
+// Special files (issue 13.7), certificate validity, the pair check (issue 15.2)
+// ---------------------------------------------------------------------------
+
+/** Makes a FIFO (named pipe) at `path` with mkfifo(1). */
+async function mkfifo(path: string): Promise<void> {
+  const out = await new Deno.Command("mkfifo", { args: [path] }).output();
+  assert.equal(out.code, 0, "mkfifo failed");
+}
+
+/** Resolves with `p`, or rejects after `ms` (a hang is a failure, not a stuck test). */
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The config of BASE with absolute cert and key paths. */
+function withTls(cert: string, key: string): string {
+  return edit(
+    "    key: key.pem",
+    `    key: "${key}"`,
+    edit("    cert: cert.pem", `    cert: "${cert}"`),
+  );
+}
+
+for (const kind of ["cert", "key"] as const) {
+  Deno.test(`listen.tls.${kind} /dev/zero is refused as a character device, not read`, async () => {
+    await withTempDir(async (dir) => {
+      await writeFixture(dir);
+      const cert = kind === "cert" ? "/dev/zero" : join(dir, "cert.pem");
+      const key = kind === "key" ? "/dev/zero" : join(dir, "key.pem");
+      const before = Deno.memoryUsage().rss;
+      for (
+        const result of [
+          await loadConfig(await writeConfig(dir, withTls(cert, key))),
+          parseConfigText(withTls(cert, key)),
+        ]
+      ) {
+        const problems = problemsOf(result);
+        assert.equal(problems.length, 1, JSON.stringify(problems));
+        assert.equal(problems[0].path, `listen.tls.${kind}`);
+        assert.equal(problems[0].line, kind === "cert" ? 5 : 6);
+        assert.match(problems[0].message, /\/dev\/zero is a character device, not a regular file/);
+      }
+      assert.ok(Deno.memoryUsage().rss - before < 64 * 1024 * 1024, "memory grew");
+    });
+  });
+
+  Deno.test(`listen.tls.${kind} that is a FIFO is refused at once, never waited on`, async () => {
+    await withTempDir(async (dir) => {
+      await writeFixture(dir);
+      const fifo = join(dir, "pipe.pem");
+      await mkfifo(fifo);
+      const cert = kind === "cert" ? fifo : join(dir, "cert.pem");
+      const key = kind === "key" ? fifo : join(dir, "key.pem");
+      const async = await within(5000, loadConfig(await writeConfig(dir, withTls(cert, key))));
+      for (const result of [async, parseConfigText(withTls(cert, key))]) {
+        const problems = problemsOf(result);
+        assert.equal(problems[0].path, `listen.tls.${kind}`);
+        assert.match(problems[0].message, /is a FIFO \(named pipe\), not a regular file/);
+      }
+    });
+  });
+}
+
+/** Writes `text` as `proxy.yaml` in `dir` and returns its path. */
+async function writeConfig(dir: string, text: string): Promise<string> {
+  const path = join(dir, "proxy.yaml");
+  await Deno.writeTextFile(path, text);
+  return path;
+}
+
+Deno.test("a configuration file that is /dev/zero or a FIFO is a load error, at once", async () => {
+  const zero = await within(5000, loadConfig("/dev/zero"));
+  assert.ok(!zero.ok && zero.kind === "load");
+  assert.match(zero.message, /\/dev\/zero is a character device, not a regular file/);
+  await withTempDir(async (dir) => {
+    const fifo = join(dir, "proxy.yaml");
+    await mkfifo(fifo);
+    const result = await within(5000, loadConfig(fifo));
+    assert.ok(!result.ok && result.kind === "load");
+    assert.match(result.message, /is a FIFO \(named pipe\), not a regular file/);
+  });
+});
+
+Deno.test("a TLS file or config file over its size bound is refused, not read whole", async () => {
+  await withTempDir(async (dir) => {
+    await writeFixture(dir, FAKE_CERT + "#".repeat(1024 * 1024));
+    const problems = problemsOf(await loadConfig(join(dir, "proxy.yaml")));
+    assert.equal(problems[0].path, "listen.tls.cert");
+    assert.match(problems[0].message, /is too large \(over 1048576 bytes\)/);
+    const big = join(dir, "big.yaml");
+    await Deno.writeTextFile(big, BASE + "#".repeat(5 * 1024 * 1024));
+    const result = await loadConfig(big);
+    assert.ok(!result.ok && result.kind === "load");
+    assert.match(result.message, /too large/);
+  });
+});
+
+Deno.test("read errors name the file: permission denied (EACCES/EPERM), not found", () => {
+  const eacces = Object.assign(new Error("EACCES: permission denied, open '/k.pem'"), {
+    code: "EACCES",
+  });
+  assert.equal(readProblem("/k.pem", eacces), "cannot read /k.pem: permission denied");
+  assert.equal(
+    readProblem("/k.pem", new Deno.errors.PermissionDenied("x")),
+    "cannot read /k.pem: permission denied",
+  );
+  assert.equal(
+    readProblem("/k.pem", Object.assign(new Error("x"), { code: "ENOENT" })),
+    "file not found: /k.pem",
+  );
+});
+
+/** A self-signed certificate valid from `notBefore` to `notAfter`, PEM. */
+async function certValid(notBefore: Date, notAfter: Date): Promise<string> {
+  x509.cryptoProvider.set(crypto);
+  const keys = await crypto.subtle.generateKey(
+    { name: "ECDSA", namedCurve: "P-256" },
+    true,
+    ["sign", "verify"],
+  );
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: "01",
+    name: "CN=localhost",
+    notBefore,
+    notAfter,
+    keys,
+    signingAlgorithm: { name: "ECDSA", hash: "SHA-256" },
+  });
+  return cert.toString("pem") + "\n";
+}
+
+Deno.test("an expired certificate is a warning at listen.tls.cert, not an error", async () => {
+  const now = Date.UTC(2026, 0, 1);
+  const day = 86_400_000;
+  await withTempDir(async (dir) => {
+    const expired = await certValid(new Date(now - 30 * day), new Date(now - day));
+    const result = await loadConfig(await writeFixture(dir, expired), { now: () => now });
+    assert.ok(result.ok, JSON.stringify(result));
+    assert.equal(result.warnings.length, 1);
+    assert.equal(result.warnings[0].path, "listen.tls.cert");
+    assert.equal(result.warnings[0].line, 5);
+    assert.match(
+      result.warnings[0].message,
+      /^the certificate expired on 2025-12-31T00:00:00\.000Z/,
+    );
+    const sync = parseConfigText(BASE, { baseDir: dir, now: () => now });
+    assert.ok(sync.ok && sync.warnings.length === 1);
+
+    const future = await certValid(new Date(now + day), new Date(now + 30 * day));
+    const early = await loadConfig(await writeFixture(dir, future), { now: () => now });
+    assert.ok(early.ok);
+    assert.match(early.warnings[0].message, /^the certificate is not valid before 2026-01-02/);
+
+    const fine = await certValid(new Date(now - day), new Date(now + day));
+    const ok = await loadConfig(await writeFixture(dir, fine), { now: () => now });
+    assert.ok(ok.ok);
+    assert.deepEqual(ok.warnings, []);
+    assert.deepEqual(ok.pem, { cert: fine, key: FAKE_EC_KEY });
+  });
+});
+
+Deno.test("the injected pair check's problem is reported at its key with the line", async () => {
+  await withTempDir(async (dir) => {
+    const seen: unknown[] = [];
+    const result = await loadConfig(await writeFixture(dir), {
+      checkTlsPair: (pem) => {
+        seen.push(pem);
+        return Promise.resolve({ at: "key", message: "does not match listen.tls.cert" });
+      },
+    });
+    assert.deepEqual(seen, [{ cert: FAKE_CERT, key: FAKE_EC_KEY }]);
+    assert.deepEqual(problemsOf(result).map(formatProblem), [
+      "listen.tls.key (line 6): does not match listen.tls.cert",
+    ]);
+    // Not asked when a file itself is already wrong.
+    seen.length = 0;
+    await Deno.writeTextFile(join(dir, "key.pem"), "nothing");
+    problemsOf(
+      await loadConfig(join(dir, "proxy.yaml"), {
+        checkTlsPair: (pem) => (seen.push(pem), Promise.resolve(null)),
+      }),
+    );
+    assert.deepEqual(seen, []);
+  });
+});
+
+Deno.test("log.access: true/false is short for {enabled}; a format other than text or json is an error", () => {
+  const parse = (access: string) =>
+    parseConfigText(
+      `version: 1
+listen: {protocol: http3, tls: {cert: c.pem, key: k.pem}}
+log: {access: ${access}}
+upstream: {a: {route: {path_prefix: /}, backends: [{id: b, address: "127.0.0.1:1"}]}}
+`,
+      { checkFiles: false },
+    );
+  const off = parse("false");
+  assert.ok(off.ok && !off.config.log.access.enabled);
+  const json = parse("{format: json, file: /tmp/access.log}");
+  assert.ok(json.ok);
+  assert.deepEqual(json.config.log.access, {
+    enabled: true,
+    format: "json",
+    file: "/tmp/access.log",
+  });
+  const bad = parse("{format: xml}");
+  assert.ok(!bad.ok && bad.kind === "invalid");
+  assert.match(
+    formatProblem(bad.problems[0]),
+    /^log\.access\.format \(line 3\): must be "text" or "json"/,
+  );
+});
+
+Deno.test("limits.handshake_timeout_ms must stay below listen.idle_timeout_ms", () => {
+  const r = parseConfigText(
+    `version: 1
+listen: {protocol: http3, idle_timeout_ms: 5000, tls: {cert: c.pem, key: k.pem}}
+limits: {handshake_timeout_ms: 5000}
+upstream: {a: {route: {path_prefix: /}, backends: [{id: b, address: "127.0.0.1:1"}]}}
+`,
+    { checkFiles: false },
+  );
+  assert.ok(!r.ok && r.kind === "invalid");
+  assert.match(
+    formatProblem(r.problems[0]),
+    /^limits\.handshake_timeout_ms \(line 3\): must be below/,
+  );
 });

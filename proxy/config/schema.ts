@@ -1,7 +1,9 @@
 /**
  * The proxy's configuration schema: one zod schema that turns the parsed YAML
- * value into a {@link Config} with every default applied, plus the types of its
- * parts and a few small address helpers shared by the proxy's packages.
+ * value into a {@link Config} with every default applied, plus a few small
+ * address helpers shared by the proxy's packages. The output types are spelled
+ * out and documented in `types.ts` (re-exported here); the compiler checks
+ * that both agree.
  *
  * The schema checks shape, types, defaults and every rule that needs only the
  * value itself. Checks that touch the file system (certificate and key files)
@@ -18,6 +20,31 @@
  * @module
  */
 import { z } from "zod";
+import { LEVEL_NAMES, type LevelOrOff, lookupLevel } from "../../shared/logging.ts";
+import {
+  DEFAULT_HASH_KEY,
+  formatHashKey,
+  HASH_KEY_FORMS,
+  parseHashKey,
+} from "../balancer/hash_key.ts";
+import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
+import type {
+  AccessLogConfig,
+  AdminConfig,
+  BackendConfig,
+  Config,
+  HealthCheckConfig,
+  LimitsConfig,
+  ListenConfig,
+  LogConfig,
+  PassiveHealthConfig,
+  RouteConfig,
+  TlsConfig,
+  UpstreamConfig,
+} from "./types.ts";
+
+export { DEFAULT_HASH_KEY, LOAD_BALANCING_TYPES };
+export type * from "./types.ts";
 
 // ---------------------------------------------------------------------------
 // Address helpers
@@ -146,68 +173,20 @@ export function isToken(s: string): boolean {
 }
 
 // ---------------------------------------------------------------------------
-// Load-balancing keys and log levels
+// Log levels (the vocabulary is shared/logging.ts's; load-balancing keys are the balancer's)
 // ---------------------------------------------------------------------------
 
-/** The load-balancing algorithms. */
-export const LOAD_BALANCING_TYPES = ["random", "round-robin", "consistent-hash"] as const;
-
-/** Key used by `consistent-hash` when the configuration gives none. */
-export const DEFAULT_HASH_KEY = "path";
-
-/** Where a `consistent-hash` key comes from, as parsed by {@link parseHashKey}. */
-export type HashKey =
-  | { source: "header"; name: string }
-  | { source: "cookie"; name: string }
-  | { source: "query"; name: string }
-  | { source: "path" };
-
 /**
- * Parses a `load_balancing.key`: `header:<name>`, `cookie:<name>`,
- * `query:<name>` or `path`. Header names are returned lowercased (HTTP/3
- * field names are lowercase). Returns `null` for anything else.
- *
- * @example
- * ```ts
- * parseHashKey("header:X-User-Id"); // { source: "header", name: "x-user-id" }
- * parseHashKey("path");             // { source: "path" }
- * ```
+ * The standard log levels that every accepted level name maps to: the
+ * logging setup's table ({@link LEVEL_NAMES}) is the one vocabulary.
  */
-export function parseHashKey(key: string): HashKey | null {
-  if (key === "path") return { source: "path" };
-  const colon = key.indexOf(":");
-  if (colon < 0) return null;
-  const source = key.slice(0, colon);
-  const name = key.slice(colon + 1);
-  if (!isToken(name)) return null;
-  if (source === "header") return { source, name: name.toLowerCase() };
-  if (source === "cookie" || source === "query") return { source, name };
-  return null;
-}
-
-/** The standard log levels that every accepted level name maps to. */
-export type StandardLogLevel = "trace" | "debug" | "info" | "warning" | "error" | "off";
+export type StandardLogLevel = LevelOrOff;
 
 /**
  * Every accepted `log.level` name (lowercase; matching is case-insensitive)
- * and the standard level it means. `spooky` is one more alias of `info`.
+ * and the standard level it means: `shared/logging.ts`'s {@link LEVEL_NAMES}.
  */
-export const LOG_LEVEL_ALIASES: Readonly<Record<string, StandardLogLevel>> = Object.freeze({
-  whisper: "trace",
-  haunt: "debug",
-  ghost: "info",
-  spooky: "info",
-  scream: "warning",
-  poltergeist: "error",
-  silence: "off",
-  trace: "trace",
-  debug: "debug",
-  info: "info",
-  warn: "warning",
-  warning: "warning",
-  error: "error",
-  off: "off",
-});
+export const LOG_LEVEL_ALIASES: Readonly<Record<string, StandardLogLevel>> = LEVEL_NAMES;
 
 /**
  * Maps a `log.level` value (any accepted name, any case) to its standard
@@ -219,9 +198,7 @@ export const LOG_LEVEL_ALIASES: Readonly<Record<string, StandardLogLevel>> = Obj
  * ```
  */
 export function toStandardLogLevel(level: string): StandardLogLevel | null {
-  return Object.hasOwn(LOG_LEVEL_ALIASES, level.toLowerCase())
-    ? LOG_LEVEL_ALIASES[level.toLowerCase()]
-    : null;
+  return lookupLevel(level);
 }
 
 /** Default of `log.file.path`; `{service}` is replaced by the service name when logging starts. */
@@ -295,15 +272,9 @@ const LoadBalancingInput = z.strictObject({
     error: `must be one of ${LOAD_BALANCING_TYPES.join(", ")}`,
   }),
   key: z.string().refine((k) => parseHashKey(k) !== null, {
-    message: "must be header:<name>, cookie:<name>, query:<name> or path",
+    message: `must be ${HASH_KEY_FORMS}`,
   }).optional(),
 });
-
-/** A load-balancing choice; `consistent-hash` always carries its `key`. */
-export type LoadBalancingConfig =
-  | { type: "random" }
-  | { type: "round-robin" }
-  | { type: "consistent-hash"; key: string };
 
 /**
  * `load_balancing` (global or per pool). `key` is allowed only with
@@ -322,11 +293,9 @@ export const LoadBalancingConfigSchema = LoadBalancingInput.superRefine((lb, ctx
   }
 }, ALWAYS).transform((lb): LoadBalancingConfig => {
   if (lb.type !== "consistent-hash") return { type: lb.type };
-  const key = parseHashKey(lb.key ?? DEFAULT_HASH_KEY);
-  return {
-    type: "consistent-hash",
-    key: key && key.source === "header" ? `header:${key.name}` : lb.key ?? DEFAULT_HASH_KEY,
-  };
+  const text = lb.key ?? DEFAULT_HASH_KEY;
+  const key = parseHashKey(text);
+  return { type: "consistent-hash", key: key ? formatHashKey(key) : text };
 });
 
 /** `route`: how requests are matched to a pool. At least one field is required. */
@@ -390,6 +359,15 @@ export const LogConfigSchema = z.strictObject({
     enabled: z.boolean().default(false),
     path: nonEmpty().default(DEFAULT_LOG_FILE_PATH),
   }).prefault({}),
+  /** The access log; `true`/`false` is short for `{enabled: …}`. */
+  access: z.preprocess(
+    (v) => (typeof v === "boolean" ? { enabled: v } : v),
+    z.strictObject({
+      enabled: z.boolean().default(true),
+      format: z.enum(["text", "json"], { error: 'must be "text" or "json"' }).default("text"),
+      file: nonEmpty().optional(),
+    }, { error: "must be true, false or a mapping with enabled, format and file" }),
+  ).prefault({}).transform((a): AccessLogConfig => a),
 });
 
 /** `limits`: request and shutdown limits (optional addition to version 1). */
@@ -405,12 +383,62 @@ export const LimitsConfigSchema = z.strictObject({
    * next piece of its body) before answering 408, in milliseconds.
    */
   request_idle_timeout_ms: positiveInt("milliseconds").default(30000),
+  /**
+   * A QUIC handshake not complete within this is closed, in milliseconds
+   * (must stay below `listen.idle_timeout_ms`).
+   */
+  handshake_timeout_ms: positiveInt("milliseconds").default(10000),
+  /** QUIC handshakes under way at once; past it newcomers are refused. */
+  max_handshakes: positiveInt().default(256),
+  /** Open HTTP/3 connections; past it newcomers are refused. */
+  max_connections: positiveInt().default(4096),
+  /** Handshakes and connections from one client IP address; past it newcomers are closed. */
+  max_connections_per_address: positiveInt().default(64),
+  /**
+   * Worker threads that carry the HTTP/2 exchanges with backends: `auto`
+   * (cores − 1, at least 1) or a number; `0` keeps them on the QUIC thread.
+   */
+  upstream_workers: z.union([
+    z.literal("auto"),
+    int(0, 64, "must be auto or a whole number from 0 to 64"),
+  ])
+    .default("auto"),
 });
 
 /**
+ * True when `address` can only be reached from this machine: an IPv4 address
+ * in 127.0.0.0/8, `::1`, an IPv4-mapped loopback address (`::ffff:127.0.0.1`)
+ * or the name `localhost`. Any other name may resolve to anything, so it
+ * counts as reachable from outside.
+ *
+ * @example
+ * ```ts
+ * isLoopbackAddress("127.0.0.1"); // true
+ * isLoopbackAddress("0.0.0.0");   // false
+ * ```
+ */
+export function isLoopbackAddress(address: string): boolean {
+  const a = address.toLowerCase();
+  if (a === "localhost" || a === "localhost.") return true;
+  if (isIPv4(a)) return a.startsWith("127.");
+  if (!isIPv6(a)) return false;
+  const url = new URL(`http://[${a}]/`).hostname; // canonical form, e.g. [::ffff:7f00:1]
+  if (url === "[::1]") return true;
+  const mapped = /^\[::ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}\]$/.exec(url);
+  return mapped !== null && (parseInt(mapped[1], 16) >> 8) === 127;
+}
+
+/** Message given when a non-loopback admin listener has no token. */
+export const ADMIN_TOKEN_REQUIRED =
+  "is required when admin.address is not a loopback address: without it anyone who can " +
+  "reach the port could drain the proxy or disable its backends; set a token, or bind " +
+  "admin.address to 127.0.0.1";
+
+/**
  * `admin`: the admin listener (`/health`, `/metrics`, `/admin/*`) over HTTP/1.1
- * and h2c; loopback unless told otherwise. With `token`, mutating calls need
- * `Authorization: Bearer <token>`.
+ * and h2c; loopback unless told otherwise. With `token`, every `/admin/` call
+ * needs `Authorization: Bearer <token>`. A listener on an address other
+ * hosts can reach must have a token (it fails closed, as Envoy's does).
  */
 export const AdminConfigSchema = z.strictObject({
   address: z.string().refine(isBindAddress, {
@@ -418,7 +446,13 @@ export const AdminConfigSchema = z.strictObject({
   }).default("127.0.0.1"),
   port: int(0, 65535, LISTEN_PORT_MESSAGE),
   token: nonEmpty().optional(),
-});
+}).superRefine((admin, ctx) => {
+  const address = admin.address ?? "127.0.0.1";
+  if (typeof address !== "string" || !isBindAddress(address)) return;
+  if (admin.token === undefined && !isLoopbackAddress(address)) {
+    ctx.addIssue({ code: "custom", path: ["token"], message: ADMIN_TOKEN_REQUIRED });
+  }
+}, ALWAYS);
 
 /**
  * `passive_health`: outlier detection on live traffic. After
@@ -455,6 +489,16 @@ export const ConfigSchema = z.strictObject({
   passive_health: PassiveHealthConfigSchema.prefault({}),
 }).superRefine((config, ctx) => {
   // The value may be partly invalid here: check shapes before use.
+  const handshake = (config.limits as { handshake_timeout_ms?: unknown } | undefined)
+    ?.handshake_timeout_ms;
+  const idle = (config.listen as { idle_timeout_ms?: unknown } | undefined)?.idle_timeout_ms;
+  if (typeof handshake === "number" && typeof idle === "number" && handshake >= idle) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limits", "handshake_timeout_ms"],
+      message: `must be below listen.idle_timeout_ms (${idle})`,
+    });
+  }
   const upstream: unknown = config.upstream;
   if (!isRecord(upstream)) return;
   const ids = new Map<string, SeenBackend>();
@@ -500,24 +544,21 @@ function formatPoolName(name: string): string {
   return /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
 }
 
-/** The validated configuration: defaults applied, snake_case keys as in the YAML file. */
-export type Config = z.output<typeof ConfigSchema>;
-/** `listen` of {@link Config}. */
-export type ListenConfig = z.output<typeof ListenConfigSchema>;
-/** `listen.tls` of {@link Config} (`ca` is never present). */
-export type TlsConfig = z.output<typeof TlsConfigSchema>;
-/** One pool of `upstream`. */
-export type UpstreamConfig = z.output<typeof UpstreamConfigSchema>;
-/** `route` of a pool. */
-export type RouteConfig = z.output<typeof RouteConfigSchema>;
-/** One backend of a pool. */
-export type BackendConfig = z.output<typeof BackendConfigSchema>;
-/** `health_check` of a backend, defaults applied. */
-export type HealthCheckConfig = z.output<typeof HealthCheckConfigSchema>;
-/** `log` of {@link Config}. */
-export type LogConfig = z.output<typeof LogConfigSchema>;
-/** `limits` of {@link Config}. */
-export type LimitsConfig = z.output<typeof LimitsConfigSchema>;
-/** `admin` of {@link Config}. */
-export type AdminConfig = z.output<typeof AdminConfigSchema>;
-export type PassiveHealthConfig = z.output<typeof PassiveHealthConfigSchema>;
+// The schema's output is exactly the documented types of `types.ts`: a field
+// added to, dropped from or retyped in one side only fails `deno check` here.
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
+  : false;
+const SAME_TYPES: [
+  Same<z.output<typeof ConfigSchema>, Config>,
+  Same<z.output<typeof ListenConfigSchema>, ListenConfig>,
+  Same<z.output<typeof TlsConfigSchema>, TlsConfig>,
+  Same<z.output<typeof UpstreamConfigSchema>, UpstreamConfig>,
+  Same<z.output<typeof RouteConfigSchema>, RouteConfig>,
+  Same<z.output<typeof BackendConfigSchema>, BackendConfig>,
+  Same<z.output<typeof HealthCheckConfigSchema>, HealthCheckConfig>,
+  Same<z.output<typeof LogConfigSchema>, LogConfig>,
+  Same<z.output<typeof LimitsConfigSchema>, LimitsConfig>,
+  Same<z.output<typeof AdminConfigSchema>, AdminConfig>,
+  Same<z.output<typeof PassiveHealthConfigSchema>, PassiveHealthConfig>,
+] = [true, true, true, true, true, true, true, true, true, true, true];
+void SAME_TYPES;

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { LEVEL_NAMES, parseLevel } from "../../shared/logging.ts";
+import { createBalancer, type LoadBalancingConfig } from "../balancer/mod.ts";
+import { formatHashKey, parseHashKey } from "../balancer/hash_key.ts";
 import {
   ConfigSchema,
   isBindAddress,
   isRouteHost,
-  parseHashKey,
+  LoadBalancingConfigSchema,
+  LOG_LEVEL_ALIASES,
   parseHostPort,
   toStandardLogLevel,
 } from "./schema.ts";
@@ -65,13 +69,24 @@ Deno.test("isRouteHost: hostnames, leading wildcards, optional port", () => {
   }
 });
 
-Deno.test("parseHashKey: the four key forms", () => {
-  assert.deepEqual(parseHashKey("path"), { source: "path" });
-  assert.deepEqual(parseHashKey("header:X-User-Id"), { source: "header", name: "x-user-id" });
-  assert.deepEqual(parseHashKey("cookie:Session"), { source: "cookie", name: "Session" });
-  assert.deepEqual(parseHashKey("query:user"), { source: "query", name: "user" });
-  for (const bad of ["", "ip", "header:", "header:a b", "body:x", "Path", "path:x"]) {
-    assert.equal(parseHashKey(bad), null, bad);
+Deno.test("load_balancing.key: the schema accepts exactly what the balancer parses", () => {
+  const keys = ["path", "header:X-User-Id", "cookie:Session", "query:user", "", "ip", "header:"];
+  for (const key of [...keys, "header:a b", "body:x", "Path", "path:x", " path", "Cookie:sid"]) {
+    const lb = { type: "consistent-hash", key };
+    const parsed = parseHashKey(key);
+    const result = LoadBalancingConfigSchema.safeParse(lb);
+    assert.equal(result.success, parsed !== null, key);
+    if (result.success && parsed !== null) {
+      assert.deepEqual(result.data, { type: "consistent-hash", key: formatHashKey(parsed) });
+      assert.doesNotThrow(() => createBalancer(result.data, []), key);
+    } else assert.throws(() => createBalancer(lb as LoadBalancingConfig, []), key);
+  }
+});
+
+Deno.test("log.level: the schema accepts exactly the logging table's names", () => {
+  assert.equal(LOG_LEVEL_ALIASES, LEVEL_NAMES);
+  for (const name of Object.keys(LEVEL_NAMES)) {
+    assert.equal(toStandardLogLevel(name.toUpperCase()), parseLevel(name));
   }
 });
 

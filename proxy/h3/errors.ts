@@ -61,6 +61,13 @@ export class H3Error extends Error {
   /** Stream error or connection error. */
   readonly scope: H3ErrorScope;
 
+  /**
+   * Creates the error.
+   *
+   * @param code the RFC 9114 / RFC 9204 error code.
+   * @param scope whether the stream or the whole connection fails.
+   * @param message what went wrong; the code's name is put in front.
+   */
   constructor(code: number, scope: H3ErrorScope, message: string) {
     super(`${h3CodeName(code)}: ${message}`);
     this.name = "H3Error";
@@ -74,6 +81,12 @@ export class MalformedMessageError extends H3Error {
   /** The field or rule that failed, e.g. `:path` or `content-length`. */
   readonly field: string;
 
+  /**
+   * Creates a stream error with H3_MESSAGE_ERROR.
+   *
+   * @param field the field or rule that failed.
+   * @param message what is wrong with it.
+   */
   constructor(field: string, message: string) {
     super(H3Code.MESSAGE_ERROR, "stream", message);
     this.name = "MalformedMessageError";

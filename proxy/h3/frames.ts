@@ -136,6 +136,11 @@ export class FrameDecoder {
   #scratch = new Uint8Array(16);
   #error: H3Error | undefined;
 
+  /**
+   * Creates a decoder at the start of a stream.
+   *
+   * @param opts frame size limit (default {@link DEFAULT_MAX_FRAME_SIZE}).
+   */
   constructor(opts: FrameDecoderOptions = {}) {
     const max = opts.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
     if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`bad maxFrameSize ${max}`);

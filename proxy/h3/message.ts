@@ -10,12 +10,17 @@
  */
 
 import { MalformedMessageError } from "./errors.ts";
+import { CONNECTION_SPECIFIC } from "./fields.ts";
 
 /** A validated request head. */
 export interface RequestHead {
+  /** `:method`. */
   method: string;
+  /** `:scheme` (absent for CONNECT). */
   scheme?: string;
+  /** `:authority`. */
   authority?: string;
+  /** `:path`, with the query (absent for CONNECT). */
   path?: string;
   /** Extended CONNECT protocol (RFC 9220), e.g. `websocket`. */
   protocol?: string;
@@ -27,9 +32,11 @@ export interface RequestHead {
 
 /** A validated response head. */
 export interface ResponseHead {
+  /** `:status`. */
   status: number;
   /** Regular fields only, in order. */
   fields: Array<[string, string]>;
+  /** The response's Content-Length, when given. */
   contentLength?: number;
 }
 
@@ -50,15 +57,6 @@ for (const ch of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz") {
 const TOKEN_CHAR = NAME_CHAR.slice();
 for (let c = 0x41; c <= 0x5a; c++) TOKEN_CHAR[c] = 1;
 
-/** Connection-specific fields, forbidden in HTTP/3 (RFC 9114 §4.2). */
-const CONNECTION_SPECIFIC = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-]);
-
 const REQUEST_PSEUDO = new Set([":method", ":scheme", ":authority", ":path", ":protocol"]);
 
 const BAD_VALUE_CHAR = /[\0\r\n]/;
@@ -67,6 +65,16 @@ const BAD_VALUE_CHAR = /[\0\r\n]/;
 const CTL_VALUE_CHAR = /[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
 const DIGITS = /^[0-9]+$/;
+/**
+ * An authority a server can act on (RFC 3986 §3.2, no userinfo): an IP
+ * literal in brackets, or a host name or IPv4 address of letters, digits and
+ * `-._~` (percent-encoded octets allowed), then an optional port of at most
+ * five digits. Stricter than the URI grammar's sub-delims on purpose: an
+ * authority that a backend's HTTP/2 stack cannot parse is a connection error
+ * there (GOAWAY), which would fail every other request sharing the
+ * connection.
+ */
+const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+)(?::[0-9]{0,5})?$/;
 
 function fail(field: string, message: string): never {
   throw new MalformedMessageError(field, message);
@@ -239,8 +247,14 @@ export function validateRequestFields(
     if (authority !== undefined) {
       if (authority.length === 0) fail(":authority", "empty :authority (RFC 9114 §4.3.1)");
       if (authority.includes("@")) fail(":authority", "userinfo in :authority (RFC 9114 §4.3.1)");
+      if (!AUTHORITY.test(authority)) {
+        fail(":authority", "not a host[:port] authority (RFC 3986 §3.2)");
+      }
     }
-    if (host !== undefined && host.length === 0) fail("host", "empty host (RFC 9114 §4.3.1)");
+    if (host !== undefined) {
+      if (host.length === 0) fail("host", "empty host (RFC 9114 §4.3.1)");
+      if (!AUTHORITY.test(host)) fail("host", "not a host[:port] authority (RFC 3986 §3.2)");
+    }
   }
   if (authority !== undefined && host !== undefined && authority !== host) {
     fail("host", ":authority and host differ (RFC 9114 §4.3.1)");
@@ -318,6 +332,11 @@ export class BodyLengthTracker {
   readonly expected: number | undefined;
   #received = 0;
 
+  /**
+   * Starts counting a body.
+   *
+   * @param expected the declared Content-Length, if any.
+   */
   constructor(expected?: number) {
     this.expected = expected;
   }

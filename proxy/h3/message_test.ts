@@ -259,3 +259,44 @@ Deno.test("RFC 9114 §4.1.2: body shorter than content-length is malformed", () 
   none.add(1e9);
   none.finish();
 });
+
+Deno.test("RFC 3986 §3.2: an authority that is not host[:port] makes the request malformed", () => {
+  const req = (authority: string) =>
+    [
+      [":method", "GET"],
+      [":scheme", "https"],
+      [":authority", authority],
+      [":path", "/"],
+    ] as Array<[string, string]>;
+  for (
+    const ok of [
+      "example.com",
+      "example.com:443",
+      "[::1]:9889",
+      "127.0.0.1",
+      "a-b.c_d~e",
+      "h%41st:1",
+    ]
+  ) {
+    assert.equal(validateRequestFields(req(ok)).authority, ok, ok);
+  }
+  for (
+    const bad of [
+      "localhost:6093o",
+      "localhos\u00f4:1",
+      "host:443;",
+      "a b",
+      "host:123456",
+      "[zz]",
+      "h/p",
+      'x"y',
+    ]
+  ) {
+    assert.throws(() => validateRequestFields(req(bad)), MalformedMessageError, bad);
+  }
+  const withHost: Array<[string, string]> = [[":method", "GET"], [":scheme", "https"], [
+    ":path",
+    "/",
+  ], ["host", "a.test:1x"]];
+  assert.throws(() => validateRequestFields(withHost), MalformedMessageError);
+});

@@ -3,6 +3,15 @@
  * and message validation. No I/O, no timers; nothing imported from outside
  * `proxy/h3/`.
  *
+ * @example
+ * ```ts
+ * import { encodeFrame, FrameDecoder, FrameType, NEED_MORE } from "./mod.ts";
+ *
+ * const decoder = new FrameDecoder();
+ * decoder.push(encodeFrame(FrameType.DATA, new TextEncoder().encode("hi")));
+ * for (let ev = decoder.next(); ev !== NEED_MORE; ev = decoder.next()) console.log(ev);
+ * ```
+ *
  * @module
  */
 
@@ -12,6 +21,7 @@ export * from "./settings.ts";
 export * from "./frames.ts";
 export * from "./streams.ts";
 export * from "./message.ts";
+export * from "./fields.ts";
 
 // QPACK (RFC 9204)
 export * from "./qpack/mod.ts";

@@ -144,6 +144,11 @@ export class ControlStreamParser {
   #lastGoaway = -1;
   #maxPushId = -1;
 
+  /**
+   * Creates a parser for the start of the peer's control stream.
+   *
+   * @param opts the frame size limit and which side the peer is.
+   */
   constructor(opts: ControlStreamParserOptions = {}) {
     this.#dec = new FrameDecoder(opts);
     this.#peer = opts.peer ?? "client";
@@ -292,6 +297,11 @@ export class RequestStreamParser {
   readonly #dec: FrameDecoder;
   #phase = P_HEAD;
 
+  /**
+   * Creates a parser for a new request stream.
+   *
+   * @param opts the frame size limit.
+   */
   constructor(opts: FrameDecoderOptions = {}) {
     this.#dec = new FrameDecoder(opts);
   }

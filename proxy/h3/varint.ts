@@ -20,7 +20,9 @@ const TWO_POW_62 = 2 ** 62;
 
 /** A decoded varint: its value and how many bytes it took. */
 export interface DecodedVarint {
+  /** The decoded value. */
   value: number;
+  /** Bytes the encoding took: 1, 2, 4 or 8. */
   length: number;
 }
 

@@ -2,6 +2,15 @@
  * Backend health: the pure state machine, active HTTP probes and passive
  * outlier detection.
  *
+ * @example
+ * ```ts
+ * import { HealthState } from "./mod.ts";
+ *
+ * const state = new HealthState({ failure_threshold: 2 });
+ * state.recordFailure(performance.now(), "timeout");
+ * state.recordFailure(performance.now(), "timeout"); // { to: "unhealthy", ... }
+ * ```
+ *
  * @module
  */
 

@@ -29,13 +29,43 @@ const INDEX: Record<CounterName, number> = {
   backend_errors: 4,
 };
 
-/** A set of the five counters as u64 values. */
+/**
+ * The status classes requests are counted by (`code="2xx"` …): the class of
+ * the final status sent to the client. `1xx` is never a final status but is
+ * kept so every status 100-599 has a class.
+ */
+export const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"] as const;
+
+/** One of {@link STATUS_CLASSES}. */
+export type StatusClass = typeof STATUS_CLASSES[number];
+
+/**
+ * The class of an HTTP status (`503` → `"5xx"`). A status outside 100-599
+ * (which the proxy never sends) counts as `5xx`.
+ */
+export function statusClass(status: number): StatusClass {
+  const i = Math.floor(status / 100) - 1;
+  return i >= 0 && i < STATUS_CLASSES.length ? STATUS_CLASSES[i] : "5xx";
+}
+
+/** A set of the five counters as u64 values, and requests by status class. */
 export class CounterSet {
   readonly #values = new BigUint64Array(COUNTER_NAMES.length);
+  readonly #classes = new BigUint64Array(STATUS_CLASSES.length);
 
   /** Adds one to a counter. */
   inc(name: CounterName): void {
     this.#values[INDEX[name]] += 1n;
+  }
+
+  /** Adds one to the requests of a status's class (see {@link statusClass}). */
+  incStatus(status: number): void {
+    this.#classes[STATUS_CLASSES.indexOf(statusClass(status))] += 1n;
+  }
+
+  /** Requests counted in one status class. */
+  getClass(cls: StatusClass): bigint {
+    return this.#classes[STATUS_CLASSES.indexOf(cls)];
   }
 
   /** The current value. */
@@ -106,13 +136,15 @@ export class ProxyMetrics {
   }
 
   /**
-   * Records a finished request: its status, the backend that served it (if
-   * any) and whether the backend timed out or failed.
+   * Records a finished request: its status (counted in its status class too),
+   * the backend that served it (if any) and whether the backend timed out or
+   * failed.
    */
   record(backendId: string | null, status: number, cause?: "timeout" | "error"): void {
     const sets = backendId === null ? [this.global] : [this.global, this.backend(backendId)];
     for (const s of sets) {
       s.inc("requests_total");
+      s.incStatus(status);
       if (status >= 200 && status < 300) s.inc("requests_success");
       else s.inc("requests_failure");
       if (cause === "timeout") s.inc("backend_timeouts");

@@ -1,13 +1,14 @@
 /**
  * Prometheus text exposition (format 0.0.4) of the proxy's metrics: the
- * spec's counters with a common prefix, per-backend counters, health and
- * weight gauges, load-balancer picks, a request latency histogram, active
- * connections and streams, and process figures.
+ * spec's counters with a common prefix and a status-class label, the same per
+ * backend, health and weight gauges, load-balancer picks, a request latency
+ * histogram, active connections and streams, and process figures. Every
+ * family is listed in {@link METRIC_FAMILIES} and documented in README.
  *
  * @module
  */
 
-import type { CounterName, CounterSet } from "./metrics.ts";
+import { type CounterSet, STATUS_CLASSES, type StatusClass } from "./metrics.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
 
 /** Everything the exposition shows, gathered by the caller. */
@@ -34,18 +35,67 @@ export interface MetricsView {
 /** Content type of the text exposition format. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-const HELP: Record<CounterName, string> = {
-  requests_total: "Requests received and processed.",
-  requests_success: "Requests completed with a 2xx response.",
-  requests_failure: "Requests that failed or returned an error response.",
-  backend_timeouts: "Requests that timed out waiting for a backend.",
-  backend_errors: "Backend connection or communication errors.",
+/**
+ * The families, in the order they are rendered, with their help texts. Names
+ * follow one rule: a family whose name starts with `spooky_backend_` has one
+ * series per backend, labelled `backend` and `pool`; no other family carries
+ * those labels. Request counters are also labelled by status class
+ * (`code="2xx"` …). The spec's proxy-wide `backend_timeouts` and
+ * `backend_errors` are the sums of the per-backend families (every timeout and
+ * error has a backend).
+ */
+export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: string }>> = {
+  requests_total: { type: "counter", help: "Requests answered, by status class of the response." },
+  requests_success_total: { type: "counter", help: "Requests completed with a 2xx response." },
+  requests_failure_total: {
+    type: "counter",
+    help: "Requests that failed or returned an error response.",
+  },
+  backend_requests_total: {
+    type: "counter",
+    help: "Requests sent to the backend, by status class of the response.",
+  },
+  backend_requests_success_total: {
+    type: "counter",
+    help: "Requests to the backend completed with a 2xx response.",
+  },
+  backend_requests_failure_total: {
+    type: "counter",
+    help: "Requests to the backend that failed or returned an error response.",
+  },
+  backend_timeouts_total: {
+    type: "counter",
+    help: "Requests that timed out waiting for the backend.",
+  },
+  backend_errors_total: {
+    type: "counter",
+    help: "Connection or communication errors with the backend.",
+  },
+  backend_healthy: { type: "gauge", help: "1 when the backend passes its health checks." },
+  backend_enabled: { type: "gauge", help: "1 unless the backend was disabled by the admin API." },
+  backend_weight: { type: "gauge", help: "Current load-balancing weight of the backend." },
+  backend_lb_picks_total: { type: "counter", help: "Times the load balancer chose the backend." },
+  request_duration_seconds: {
+    type: "histogram",
+    help: "Time from a request to its response headers.",
+  },
+  active_connections: { type: "gauge", help: "Open QUIC connections." },
+  active_streams: { type: "gauge", help: "Requests being served." },
+  uptime_seconds: { type: "gauge", help: "Seconds since the proxy started." },
+  build_info: { type: "gauge", help: "Build information; the value is always 1." },
 };
 
-/** `requests_total` stays; the others gain the `_total` suffix of counters. */
-function counterName(prefix: string, name: CounterName): string {
-  return name.endsWith("_total") ? `${prefix}${name}` : `${prefix}${name}_total`;
-}
+/** Process families, named as Prometheus client libraries name them (no prefix). */
+const PROCESS_FAMILIES: Readonly<Record<string, { type: string; help: string }>> = {
+  process_resident_memory_bytes: { type: "gauge", help: "Resident memory size in bytes." },
+  process_start_time_seconds: {
+    type: "gauge",
+    help: "Start time of the process since the Unix epoch in seconds.",
+  },
+};
+
+/** Classes always shown (with 0), so a rate over a class exists before its first request. */
+const SHOWN_CLASSES: readonly StatusClass[] = ["2xx", "3xx", "4xx", "5xx"];
 
 function escapeLabel(v: string): string {
   return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
@@ -59,6 +109,11 @@ function num(v: number | bigint): string {
   return String(v);
 }
 
+/** The status classes of a counter set to render: 2xx-5xx always, others when counted. */
+function classesOf(set: CounterSet): StatusClass[] {
+  return STATUS_CLASSES.filter((c) => SHOWN_CLASSES.includes(c) || set.getClass(c) > 0n);
+}
+
 /**
  * Renders the exposition text.
  *
@@ -69,63 +124,52 @@ function num(v: number | bigint): string {
  */
 export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string {
   const out: string[] = [];
-  const family = (name: string, type: string, help: string) => {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+  const family = (name: string) => {
+    const f = METRIC_FAMILIES[name] ?? PROCESS_FAMILIES[name];
+    const full = name in METRIC_FAMILIES ? `${prefix}${name}` : name;
+    out.push(`# HELP ${full} ${f.help}`, `# TYPE ${full} ${f.type}`);
+    return full;
   };
-  const names = Object.keys(HELP) as CounterName[];
-  for (const n of names) {
-    const name = counterName(prefix, n);
-    family(name, "counter", HELP[n]);
-    out.push(`${name} ${num(view.global.get(n))}`);
-  }
-  for (const n of names) {
-    const name = counterName(`${prefix}backend_`, n);
-    family(name, "counter", `Per backend: ${HELP[n].toLowerCase()}`);
-    for (const b of view.backends) {
-      out.push(
-        `${name}{backend="${escapeLabel(b.id)}",pool="${escapeLabel(b.pool)}"} ${
-          num(b.counters.get(n))
-        }`,
-      );
+  const g = view.global;
+  let name = family("requests_total");
+  for (const c of classesOf(g)) out.push(`${name}{code="${c}"} ${num(g.getClass(c))}`);
+  name = family("requests_success_total");
+  out.push(`${name} ${num(g.get("requests_success"))}`);
+  name = family("requests_failure_total");
+  out.push(`${name} ${num(g.get("requests_failure"))}`);
+
+  type Backend = MetricsView["backends"][number];
+  const labels = (b: Backend) => `backend="${escapeLabel(b.id)}",pool="${escapeLabel(b.pool)}"`;
+  const perBackend = (base: string, value: (b: Backend) => number | bigint) => {
+    const full = family(base);
+    for (const b of view.backends) out.push(`${full}{${labels(b)}} ${num(value(b))}`);
+  };
+  name = family("backend_requests_total");
+  for (const b of view.backends) {
+    for (const c of classesOf(b.counters)) {
+      out.push(`${name}{${labels(b)},code="${c}"} ${num(b.counters.getClass(c))}`);
     }
   }
-  const labels = (b: MetricsView["backends"][number]) =>
-    `backend="${escapeLabel(b.id)}",pool="${escapeLabel(b.pool)}"`;
-  family(`${prefix}backend_healthy`, "gauge", "1 when the backend passes its health checks.");
-  for (const b of view.backends) {
-    out.push(`${prefix}backend_healthy{${labels(b)}} ${b.healthy ? 1 : 0}`);
-  }
-  family(
-    `${prefix}backend_enabled`,
-    "gauge",
-    "1 unless the backend was disabled by the admin API.",
-  );
-  for (const b of view.backends) {
-    out.push(`${prefix}backend_enabled{${labels(b)}} ${b.enabled ? 1 : 0}`);
-  }
-  family(`${prefix}backend_weight`, "gauge", "Current load-balancing weight.");
-  for (const b of view.backends) out.push(`${prefix}backend_weight{${labels(b)}} ${num(b.weight)}`);
-  family(`${prefix}lb_picks_total`, "counter", "Times the load balancer chose the backend.");
-  for (const b of view.backends) out.push(`${prefix}lb_picks_total{${labels(b)}} ${num(b.picks)}`);
+  perBackend("backend_requests_success_total", (b) => b.counters.get("requests_success"));
+  perBackend("backend_requests_failure_total", (b) => b.counters.get("requests_failure"));
+  perBackend("backend_timeouts_total", (b) => b.counters.get("backend_timeouts"));
+  perBackend("backend_errors_total", (b) => b.counters.get("backend_errors"));
+  perBackend("backend_healthy", (b) => b.healthy ? 1 : 0);
+  perBackend("backend_enabled", (b) => b.enabled ? 1 : 0);
+  perBackend("backend_weight", (b) => b.weight);
+  perBackend("backend_lb_picks_total", (b) => b.picks);
 
-  const h = `${prefix}request_duration_seconds`;
-  family(h, "histogram", "Time from a request to its response headers.");
+  const h = family("request_duration_seconds");
   for (const [le, count] of view.latency.buckets) {
     out.push(`${h}_bucket{le="${num(le)}"} ${num(count)}`);
   }
   out.push(`${h}_sum ${num(view.latency.sum)}`, `${h}_count ${num(view.latency.count)}`);
 
-  family(`${prefix}active_connections`, "gauge", "Open QUIC connections.");
-  out.push(`${prefix}active_connections ${num(view.activeConnections)}`);
-  family(`${prefix}active_streams`, "gauge", "Requests being served.");
-  out.push(`${prefix}active_streams ${num(view.activeStreams)}`);
-  family(`${prefix}uptime_seconds`, "gauge", "Seconds since the proxy started.");
-  out.push(`${prefix}uptime_seconds ${num(view.uptimeSeconds)}`);
-  family(`${prefix}build_info`, "gauge", "Build information.");
-  out.push(`${prefix}build_info{version="${escapeLabel(view.version)}"} 1`);
-  family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-  out.push(`process_resident_memory_bytes ${num(view.residentBytes)}`);
-  family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.");
-  out.push(`process_start_time_seconds ${num(view.startTimeSeconds)}`);
+  out.push(`${family("active_connections")} ${num(view.activeConnections)}`);
+  out.push(`${family("active_streams")} ${num(view.activeStreams)}`);
+  out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);
+  out.push(`${family("build_info")}{version="${escapeLabel(view.version)}"} 1`);
+  out.push(`${family("process_resident_memory_bytes")} ${num(view.residentBytes)}`);
+  out.push(`${family("process_start_time_seconds")} ${num(view.startTimeSeconds)}`);
   return out.join("\n") + "\n";
 }

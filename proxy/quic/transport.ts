@@ -8,13 +8,17 @@
 
 /** A peer address. */
 export interface PeerAddr {
+  /** IP address (or host name). */
   hostname: string;
+  /** UDP port. */
   port: number;
 }
 
 /** Close code and reason of a connection (QUIC application error). */
 export interface CloseInfo {
+  /** The application error code (an HTTP/3 code, RFC 9114 §8.1). */
   closeCode: number;
+  /** A short reason phrase. */
   reason: string;
 }
 
@@ -26,17 +30,25 @@ export type SendStream = WritableStream<Uint8Array> & { readonly id: bigint };
 
 /** A bidirectional stream opened by the peer (a request stream). */
 export interface BidiStream {
+  /** What the peer sends. */
   readonly readable: ReceiveStream;
+  /** What we send. */
   readonly writable: SendStream;
 }
 
 /** One accepted QUIC connection. */
 export interface QuicConnection {
+  /** The peer's address. */
   readonly remoteAddr: PeerAddr;
+  /** Streams the peer opens for requests. */
   readonly incomingBidirectionalStreams: ReadableStream<BidiStream>;
+  /** The peer's control, QPACK and other unidirectional streams. */
   readonly incomingUnidirectionalStreams: ReadableStream<ReceiveStream>;
+  /** Settles when the connection has closed, with its close code. */
   readonly closed: Promise<CloseInfo>;
+  /** Opens one of our unidirectional streams (control, QPACK). */
   createUnidirectionalStream(): Promise<SendStream>;
+  /** Closes the connection with an application error code. */
   close(info?: CloseInfo): void;
 }
 

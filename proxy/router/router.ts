@@ -49,6 +49,7 @@ export function normalizeHost(host: string): string {
 export class Router {
   readonly #routes: CompiledRoute[];
 
+  /** Compiles the routes of every pool; matching order is longest prefix first. */
   constructor(rules: readonly RouteRule[]) {
     this.#routes = rules.map((r) => {
       const route: CompiledRoute = {

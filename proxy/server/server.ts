@@ -9,19 +9,27 @@ import { getLogger } from "@logtape/logtape";
 import { settledWithin } from "../../shared/deadline.ts";
 import { H3Code } from "../h3/mod.ts";
 import type { QuicServerTransport } from "../quic/transport.ts";
-import { type ConnectionOptions, H3Connection } from "./connection.ts";
+import { H3Connection } from "./connection.ts";
+import type { ConnectionOptions } from "./types.ts";
 
 const log = getLogger(["proxy", "server"]);
 
+/** Longest wait for connections to wind down once closed at the end of a shutdown (ms). */
+const SHUTDOWN_GRACE_MS = 2000;
+
 /** Options of {@link H3Server}: the per-connection ones plus connection hooks. */
 export interface H3ServerOptions extends ConnectionOptions {
+  /** Called when a connection is accepted (for the open-connections gauge). */
   onConnectionOpened?(): void;
+  /** Called once when an accepted connection has closed. */
   onConnectionClosed?(): void;
 }
 
 /** A snapshot of one connection for the admin API. */
 export interface ConnectionInfo {
+  /** The client's address, `host:port`. */
   remote: string;
+  /** Request streams open on the connection. */
   activeStreams: number;
 }
 
@@ -42,6 +50,12 @@ export class H3Server {
   #acceptLoop?: Promise<void>;
   #stopping = false;
 
+  /**
+   * Prepares a server; nothing is accepted before {@link H3Server.start}.
+   *
+   * @param transport where QUIC connections come from.
+   * @param opts the request handler, limits and hooks.
+   */
   constructor(transport: QuicServerTransport, opts: H3ServerOptions) {
     this.#transport = transport;
     this.#opts = opts;
@@ -104,9 +118,18 @@ export class H3Server {
         ms: drainMs,
         count: this.#connections.size,
       });
+      // Closing aborts every request on the connection: backend exchanges
+      // are cancelled and bodies being streamed are cut.
       for (const c of this.#connections.keys()) c.close(H3Code.NO_ERROR, "shutdown");
     }
     this.#transport.close({ closeCode: H3Code.NO_ERROR, reason: "shutdown" });
-    await Promise.allSettled([this.#acceptLoop, ...this.#connections.values()]);
+    const rest = Promise.allSettled([this.#acceptLoop, ...this.#connections.values()]);
+    if (!await settledWithin(rest, SHUTDOWN_GRACE_MS)) {
+      // Nothing should still be running; if something is, shutdown must not hang on it.
+      log.error("{count} connections still busy {ms} ms after they were closed", {
+        count: this.#connections.size,
+        ms: SHUTDOWN_GRACE_MS,
+      });
+    }
   }
 }

@@ -7,13 +7,8 @@
  * @module
  */
 
-import type { RequestHead } from "../h3/mod.ts";
+import { type RequestHead, responseHasNoBody } from "../h3/mod.ts";
 import type { RequestHandler } from "./types.ts";
-
-/** Responses that never carry a body. */
-function bodiless(method: string, status: number): boolean {
-  return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
-}
 
 /**
  * Adapts the proxy handler to `Deno.serve`.
@@ -52,7 +47,7 @@ export function tcpFallbackHandler(
     for (const [name, value] of res.headers) headers.append(name, value);
     headers.set("alt-svc", altSvc);
     let body: BodyInit | null = null;
-    if (!bodiless(req.method, res.status)) {
+    if (!responseHasNoBody(req.method, res.status)) {
       body = res.body as BodyInit | null;
     } else if (res.body instanceof ReadableStream) {
       res.body.cancel().catch(() => {});

@@ -25,6 +25,7 @@ export interface IncomingRequest {
 
 /** A response the server encodes as HEADERS + DATA frames. */
 export interface OutgoingResponse {
+  /** The HTTP status code. */
   status: number;
   /** Regular fields; names are lowercased by the server, connection-specific ones dropped. */
   headers: Iterable<[string, string]>;
@@ -33,7 +34,69 @@ export interface OutgoingResponse {
    * that the client cannot mistake it for complete), or `null`.
    */
   body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /** The backend that answered, for the access log (absent for the proxy's own answers). */
+  backend?: string;
+  /** Milliseconds from sending to the backend until its response head, for the access log. */
+  upstreamMs?: number;
+}
+
+/** One finished request, as the access log and metrics see it. */
+export interface RequestRecord {
+  /** The HTTP/3 stream id (or 0 on the TCP fallback). */
+  streamId: number;
+  /** The client's address. */
+  remote: PeerAddr;
+  /** `:method`. */
+  method: string;
+  /** `:authority`, if any. */
+  authority: string | undefined;
+  /** `:path` as received, query included (the logger redacts). */
+  path: string;
+  /** The status sent (499: the client left before an answer). */
+  status: number;
+  /** DATA bytes sent for the body. */
+  bytes: number;
+  /** From the request's HEADERS to the response's end, in milliseconds. */
+  durationMs: number;
+  /** The backend that answered, if one did. */
+  backend?: string;
+  /** Time to the backend's response head, in milliseconds. */
+  upstreamMs?: number;
+  /** `complete`; `broken`: the body was cut and marked malformed; `aborted`: the client left. */
+  outcome: "complete" | "broken" | "aborted";
 }
 
 /** The application: turns a request into a response. It should not throw; if it does, the server answers 500. */
 export type RequestHandler = (req: IncomingRequest) => Promise<OutgoingResponse>;
+
+/** Limits and settings of an HTTP/3 connection. */
+export interface ConnectionOptions {
+  /** The application. */
+  handler: RequestHandler;
+  /** SETTINGS_MAX_FIELD_SECTION_SIZE we advertise and enforce (bytes). */
+  maxFieldSectionSize: number;
+  /** SETTINGS_QPACK_MAX_TABLE_CAPACITY we advertise (bytes, > 0 enables the dynamic table). */
+  qpackMaxTableCapacity: number;
+  /** SETTINGS_QPACK_BLOCKED_STREAMS we advertise. */
+  qpackBlockedStreams: number;
+  /** Largest request body accepted; larger gets 413. */
+  maxRequestBodyBytes: number;
+  /**
+   * Longest wait for the next part of a request (its HEADERS, including a
+   * QPACK-blocked section, or the next DATA of its body) before answering 408,
+   * and for the next part of a response body before cutting it; default 30 s.
+   */
+  requestIdleTimeoutMs?: number;
+  /** Observers for metrics and the access log. */
+  hooks?: ConnectionHooks;
+}
+
+/** Callbacks for metrics and the access log; all optional. */
+export interface ConnectionHooks {
+  /** A request stream was opened. */
+  streamOpened?(): void;
+  /** A request stream is done. */
+  streamClosed?(): void;
+  /** A request finished (answered, cut or abandoned after its head was decoded). */
+  requestDone?(record: RequestRecord): void;
+}

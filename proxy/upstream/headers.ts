@@ -7,19 +7,7 @@
  */
 
 import { PRODUCT } from "../../shared/version.ts";
-
-/** Fields never forwarded in either direction (RFC 9110 §7.6.1, RFC 9114 §4.2). */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-  "te",
-  "trailer",
-  "proxy-authenticate",
-  "proxy-authorization",
-]);
+import { HOP_BY_HOP } from "../h3/mod.ts";
 
 /** What the proxy knows about the client side of a request. */
 export interface ClientContext {
@@ -43,18 +31,18 @@ function trimOws(v: string): string {
 }
 
 /**
- * Builds the backend request's header list from the client's regular fields:
- * the fields that `new Headers()` built by {@link upstreamRequestHeaders}
- * iterates to (sorted by name, repeated names combined with `, `, values
- * trimmed), but as a plain array, which `fetch` converts several times faster
- * than a `Headers` object. `host` carries the client's authority (the fetch
- * client is created with `allowHost`). Cookie fields, which HTTP/3 may split,
- * are joined with `; ` (RFC 9114 §4.2.1).
+ * Builds the backend request's regular fields from the client's: hop-by-hop
+ * fields dropped, `host` set to the authority (which also travels as
+ * `:authority`),
+ * repeated names combined with `, ` and values trimmed (RFC 9110 §5.3),
+ * split cookie fields joined with `; ` (RFC 9114 §4.2.1), and the
+ * forwarding fields added: `x-forwarded-for`, `x-forwarded-proto`,
+ * `x-forwarded-host`, `forwarded` (RFC 7239) and `via` (RFC 9110 §7.6.3).
+ * Nothing else is added: no user agent, no accept fields.
  *
  * @example
  * ```ts
  * const list = upstreamRequestHeaderList([["accept", "*\/*"]], { ip: "::1", authority: "a.test" });
- * await fetch("http://127.0.0.1:8080/", { headers: list });
  * ```
  */
 export function upstreamRequestHeaderList(
@@ -64,7 +52,8 @@ export function upstreamRequestHeaderList(
   const out = new Map<string, string>();
   let cookies: string | undefined;
   for (const [name, value] of fields) {
-    if (HOP_BY_HOP.has(name) || name === "host") continue;
+    // content-length is the transport's: it states what is actually sent.
+    if (HOP_BY_HOP.has(name) || name === "host" || name === "content-length") continue;
     if (name === "cookie") {
       cookies = cookies === undefined ? value : `${cookies}; ${value}`;
       continue;
@@ -76,6 +65,8 @@ export function upstreamRequestHeaderList(
   if (cookies !== undefined) out.set("cookie", trimOws(cookies));
   const authority = client.authority ?? fields.find(([n]) => n === "host")?.[1];
   if (authority !== undefined) {
+    // Also sent as `:authority`; many backends read `host`, and the two agree
+    // (RFC 9113 §8.3.1).
     out.set("host", trimOws(authority));
     out.set("x-forwarded-host", trimOws(authority));
   }
@@ -88,40 +79,29 @@ export function upstreamRequestHeaderList(
   out.set("forwarded", prior ? `${prior}, ${fwd}` : fwd);
   const via = out.get("via");
   out.set("via", via ? `${via}, 3 ${PRODUCT}` : `3 ${PRODUCT}`);
-  return [...out].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return [...out];
 }
 
 /**
- * Builds the backend request's headers from the client's regular fields, as a
- * `Headers` object (see {@link upstreamRequestHeaderList}, which the proxy
- * uses on its hot path).
+ * The backend response's fields as HTTP/3 fields: hop-by-hop fields dropped,
+ * `via` appended (RFC 9110 §7.6.3). Everything else, `content-encoding` and
+ * `content-length` included, passes as the backend sent it: the body is not
+ * decoded on the way.
+ *
+ * @example
+ * ```ts
+ * downstreamResponseFields([["connection", "close"], ["x-a", "1"]]); // [["x-a", "1"], ["via", "2 spooky"]]
+ * ```
  */
-export function upstreamRequestHeaders(
+export function downstreamResponseFields(
   fields: ReadonlyArray<readonly [string, string]>,
-  client: ClientContext,
-): Headers {
-  return new Headers(upstreamRequestHeaderList(fields, client));
-}
-
-/** Content codings that Deno's fetch decodes on its own (measured on 2.9.6). */
-const DECODED_BY_FETCH = new Set(["gzip", "x-gzip", "br"]);
-
-/**
- * The backend response's headers as HTTP/3 fields: hop-by-hop fields dropped,
- * `via` appended. When fetch has already decoded the body (gzip, br), the
- * `content-encoding` and `content-length` that described the encoded bytes are
- * dropped too, so the client never gets decoded bytes labelled as compressed.
- */
-export function downstreamResponseFields(headers: Headers): Array<[string, string]> {
+): Array<[string, string]> {
   const out: Array<[string, string]> = [];
-  const coding = headers.get("content-encoding")?.trim().toLowerCase();
-  const decoded = coding !== undefined && DECODED_BY_FETCH.has(coding);
   let via: string | null = null;
-  for (const [name, value] of headers) {
+  for (const [name, value] of fields) {
     if (HOP_BY_HOP.has(name)) continue;
-    if (decoded && (name === "content-encoding" || name === "content-length")) continue;
     if (name === "via") {
-      via = value;
+      via = via === null ? value : `${via}, ${value}`;
       continue;
     }
     out.push([name, value]);

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { downstreamResponseFields, upstreamRequestHeaders } from "./headers.ts";
+import { downstreamResponseFields, upstreamRequestHeaderList } from "./headers.ts";
+
+const upstreamRequestHeaders = (...args: Parameters<typeof upstreamRequestHeaderList>) =>
+  new Headers(upstreamRequestHeaderList(...args));
 
 Deno.test("upstream headers: connection-specific fields dropped, forwarding fields added", () => {
   const h = upstreamRequestHeaders(
@@ -28,15 +31,32 @@ Deno.test("upstream headers: split cookie fields are joined with '; ' (RFC 9114 
   assert.equal(h.get("cookie"), "a=1; b=2");
 });
 
-Deno.test("downstream fields: hop-by-hop dropped, via appended, decoded codings unlabelled", () => {
-  const plain = downstreamResponseFields(
-    new Headers({ "content-length": "5", connection: "close", "x-a": "1" }),
-  );
+Deno.test("downstream fields: hop-by-hop dropped, via appended, encoded bodies keep their labels", () => {
+  const plain = downstreamResponseFields([["content-length", "5"], ["connection", "close"], [
+    "x-a",
+    "1",
+  ]]);
   assert.deepEqual(plain, [["content-length", "5"], ["x-a", "1"], ["via", "2 spooky"]]);
-  const gz = downstreamResponseFields(
-    new Headers({ "content-encoding": "gzip", "content-length": "35" }),
-  );
-  assert.deepEqual(gz, [["via", "2 spooky"]]);
-  const zstd = downstreamResponseFields(new Headers({ "content-encoding": "zstd" }));
-  assert.deepEqual(zstd, [["content-encoding", "zstd"], ["via", "2 spooky"]]);
+  const gz = downstreamResponseFields([["content-encoding", "gzip"], ["content-length", "35"]]);
+  assert.deepEqual(gz, [["content-encoding", "gzip"], ["content-length", "35"], [
+    "via",
+    "2 spooky",
+  ]]);
+  assert.deepEqual(downstreamResponseFields([["via", "1.1 a"], ["via", "2 b"]]), [[
+    "via",
+    "1.1 a, 2 b, 2 spooky",
+  ]]);
+});
+
+Deno.test("upstream headers: nothing is added that the client did not send but the forwarding fields", () => {
+  const list = upstreamRequestHeaderList([["x-a", "1"]], { ip: "10.1.1.1", authority: "a.test" });
+  assert.deepEqual(list.map(([n]) => n).sort(), [
+    "forwarded",
+    "host",
+    "via",
+    "x-a",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+  ]);
 });

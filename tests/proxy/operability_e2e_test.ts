@@ -96,9 +96,14 @@ Deno.test("e2e: admin API, Prometheus metrics and hot reload", async (t) => {
       const r = await admin(proxy, "GET", "/metrics");
       assert.equal(r.status, 200);
       assert.match(r.headers.get("content-type") ?? "", /text\/plain; version=0\.0\.4/);
-      assert.match(r.text, /^spooky_requests_total (\d+)$/m);
-      const total = Number(/^spooky_requests_total (\d+)$/m.exec(r.text)![1]);
+      const byClass = [...r.text.matchAll(/^spooky_requests_total\{code="(\dxx)"\} (\d+)$/gm)];
+      assert.deepEqual(byClass.map((m) => m[1]), ["2xx", "3xx", "4xx", "5xx"]);
+      const total = byClass.reduce((n, m) => n + Number(m[2]), 0);
       assert.ok(total >= 20);
+      assert.match(
+        r.text,
+        /^spooky_backend_requests_total\{backend="a",pool="api",code="2xx"\} \d+$/m,
+      );
       assert.match(r.text, /^spooky_requests_success_total \d+$/m);
       assert.match(r.text, /^spooky_backend_healthy\{backend="a",pool="api"\} 1$/m);
       assert.match(r.text, /^spooky_request_duration_seconds_bucket\{le="\+Inf"\} \d+$/m);
@@ -133,7 +138,7 @@ Deno.test("e2e: admin API, Prometheus metrics and hot reload", async (t) => {
       const r = await admin(proxy, "POST", "/admin/backends/a/disable", { token: TOKEN });
       assert.equal(r.status, 200);
       assert.deepEqual(await backendsHit(client, 6), { b: 6 });
-      const list = await admin(proxy, "GET", "/admin/backends");
+      const list = await admin(proxy, "GET", "/admin/backends", { token: TOKEN });
       const info = list.json!.backends as Array<{ id: string; enabled: boolean }>;
       assert.equal(info.find((x) => x.id === "a")!.enabled, false);
       await admin(proxy, "POST", "/admin/backends/a/enable", { token: TOKEN });
@@ -180,7 +185,7 @@ Deno.test("e2e: admin API, Prometheus metrics and hot reload", async (t) => {
     });
 
     await t.step("GET /admin/connections lists open connections", async () => {
-      const r = await admin(proxy, "GET", "/admin/connections");
+      const r = await admin(proxy, "GET", "/admin/connections", { token: TOKEN });
       assert.equal(r.status, 200);
       assert.ok((r.json!.connections as unknown[]).length >= 1);
     });

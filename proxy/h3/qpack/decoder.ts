@@ -66,6 +66,7 @@ export class FieldSectionTooLargeError extends H3Error {
   /** The configured limit in bytes. */
   readonly limit: number;
 
+  /** Creates the stream error; `limit` (bytes) is named in the message. */
   constructor(limit: number) {
     super(H3Code.EXCESSIVE_LOAD, "stream", `field section exceeds ${limit} bytes`);
     this.name = "FieldSectionTooLargeError";
@@ -220,6 +221,7 @@ export class QpackDecoder {
   /** Insert count the peer's encoder knows we have (§2.1.4, mirrored). */
   #acked = 0;
 
+  /** Creates a decoder with an empty dynamic table and our SETTINGS limits. */
   constructor(opts: QpackDecoderOptions) {
     this.#table = new DynamicTable(opts.maxTableCapacity, ENCODER_STREAM);
     this.#maxEntries = Math.floor(opts.maxTableCapacity / 32);

@@ -42,6 +42,12 @@ export class DynamicTable {
   #values: string[] = new Array(16);
   #mask = 15;
 
+  /**
+   * Creates an empty table of capacity 0.
+   *
+   * @param maxCapacity the largest capacity the peer may set.
+   * @param errorCode the connection error raised when the peer breaks a rule.
+   */
   constructor(maxCapacity: number, errorCode: number = H3Code.QPACK_ENCODER_STREAM_ERROR) {
     if (!Number.isSafeInteger(maxCapacity) || maxCapacity < 0) {
       throw new RangeError(`invalid maximum table capacity ${maxCapacity}`);

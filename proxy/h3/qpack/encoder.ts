@@ -36,6 +36,7 @@ export class QpackEncoder {
   #huffman: HuffmanChoice;
   #pending: Uint8Array | null = null;
 
+  /** Creates an encoder (static table and literals only; Huffman per `opts.huffman`). */
   constructor(opts: QpackEncoderOptions = {}) {
     this.#huffman = opts.huffman ?? "auto";
   }

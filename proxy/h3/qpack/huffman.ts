@@ -564,6 +564,7 @@ export const HUFFMAN_TABLE: { readonly codes: Uint32Array; readonly lengths: Uin
 
 /** Thrown by {@link huffmanDecode} for an invalid Huffman string (RFC 7541 §5.2). */
 export class HuffmanDecodeError extends Error {
+  /** Creates the error; `message` says what is wrong with the string. */
   constructor(message: string) {
     super(message);
     this.name = "HuffmanDecodeError";

@@ -1,6 +1,15 @@
 /**
  * QPACK (RFC 9204): field compression for HTTP/3, sans-IO.
  *
+ * @example
+ * ```ts
+ * import { QpackDecoder, QpackEncoder } from "./mod.ts";
+ *
+ * const block = new QpackEncoder().encodeSection([[":status", "200"], ["server", "spooky"]]);
+ * const decoder = new QpackDecoder({ maxTableCapacity: 0, maxBlockedStreams: 0 });
+ * decoder.decodeSection(0, block); // [[":status", "200"], ["server", "spooky"]]
+ * ```
+ *
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * Summary statistics of the benchmarks (`bench/run.ts`,
+ * Summary statistics of the benchmarks of both services (`bench/run.ts`,
  * `bench/latency_client.ts`, `payments/bench.ts`).
  *
  * @module

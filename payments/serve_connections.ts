@@ -1,0 +1,505 @@
+/**
+ * An HTTP server with limits on its connections: a cap on how many are open,
+ * a header timeout, an idle timeout, and an accept loop that survives
+ * running out of file descriptors.
+ *
+ * `Deno.serve` has none of these (measured on Deno 2.9.6: a connection that
+ * sends half a request head, or nothing, stays open for good; at the
+ * descriptor limit its accept loop rejects with `Too many open files` and the
+ * process exits). So the listener is ours (`Deno.listen` / `Deno.listenTls`)
+ * and each accepted connection is handed to the runtime's own HTTP server for
+ * one connection: the function `Deno.serve` itself is built on, which Deno
+ * 2.9 exposes only among its internals (`serveHttpOnConnection`). It speaks
+ * HTTP/1.1 and h2c with prior knowledge on plain TCP and negotiates h2 or
+ * HTTP/1.1 by ALPN on TLS, exactly like `Deno.serve`, at the same speed.
+ * {@link perConnectionServeAvailable} says whether the running Deno has it.
+ *
+ * The runtime only tells us about complete requests (the handler is called
+ * once a request head has been read), so the timeouts are kept per
+ * connection from what the handler sees:
+ *
+ * - header timeout: a connection on which no request head has arrived this
+ *   long after it was accepted (TLS handshake included) is closed;
+ * - idle timeout: a connection with no request in flight for this long is
+ *   closed. A request head that trickles in on a kept-alive connection is
+ *   bounded by it too (it looks idle until it is complete).
+ *
+ * One interval timer checks every connection (at a quarter of the shorter
+ * timeout, 50 ms to 1 s), so a timeout fires at most that late and a request
+ * costs no timer and no clock reading.
+ *
+ * @example
+ * ```ts
+ * const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+ * const server = serveConnections(listener, () => new Response("ok"), {
+ *   limits: { maxConnections: 100, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 },
+ * });
+ * await server.shutdown();
+ * ```
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+
+const log = getLogger(["payments", "connections"]);
+
+/** Limits applied by {@link serveConnections}. */
+export interface ConnectionLimits {
+  /**
+   * Most connections open at once. A connection accepted past it is closed
+   * at once (the client sees the connection closed before any answer);
+   * connections already open are served as before.
+   */
+  maxConnections: number;
+  /** Longest time from accepting a connection to its first complete request head, in ms. */
+  headerTimeoutMs: number;
+  /** Longest time a connection stays open with no request in flight, in ms. */
+  idleTimeoutMs: number;
+}
+
+/** Defaults of the payments CLI: 4,096 connections, 10 s header timeout, 60 s idle timeout. */
+export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
+  maxConnections: 4096,
+  headerTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+});
+
+/** Options of {@link serveConnections}. */
+export interface ServeConnectionsOptions {
+  /** The limits; each missing one takes its {@link DEFAULT_CONNECTION_LIMITS} value. */
+  limits?: Partial<ConnectionLimits>;
+  /** Answers a request whose handler threw (as `Deno.serve`'s `onError`). */
+  onError?: (error: unknown) => Response | Promise<Response>;
+  /** Interval between warnings about refused connections or failed accepts; default 10 s. */
+  warnEveryMs?: number;
+}
+
+/** Counters of a {@link ConnectionServer}, since it started. */
+export interface ConnectionStats {
+  /** Connections open now. */
+  open: number;
+  /** Connections accepted and served. */
+  accepted: number;
+  /** Connections closed at once because `maxConnections` were open. */
+  refused: number;
+  /** Connections closed by the header timeout. */
+  headerTimeouts: number;
+  /** Connections closed by the idle timeout. */
+  idleTimeouts: number;
+  /** Failed `accept()` calls (e.g. `EMFILE`: out of file descriptors). */
+  acceptErrors: number;
+}
+
+/** A running {@link serveConnections} server. */
+export interface ConnectionServer {
+  /** The bound address. */
+  readonly addr: Deno.NetAddr;
+  /** The limits in force. */
+  readonly limits: Readonly<ConnectionLimits>;
+  /** A snapshot of the counters. */
+  stats(): ConnectionStats;
+  /**
+   * Stops accepting and shuts every connection down gracefully (HTTP/1.1:
+   * closed once its response is sent; HTTP/2: GOAWAY, closed once its
+   * streams are done). Resolves when all are closed.
+   */
+  shutdown(): Promise<void>;
+  /** Stops accepting and closes every connection still open at once. */
+  close(): void;
+}
+
+/** The runtime's HTTP server for one accepted connection. */
+interface ConnectionHttp {
+  finished: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * What `serveHttpOnConnection` does with its second argument: it registers a
+ * listener for `abort` that cancels the connection at once. We take that
+ * listener instead of passing an `AbortSignal`, so that cancelling can be
+ * called in a `try` (once the connection is gone, it throws `BadResource`,
+ * which from an `AbortSignal` listener would be an uncaught error).
+ */
+interface CancelHook {
+  addEventListener(type: string, listener: () => void, options?: unknown): void;
+}
+
+type ServeOnConnection = (
+  conn: Deno.Conn,
+  cancel: CancelHook,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  onError: (error: unknown) => Response | Promise<Response>,
+  onListen: (scheme: string) => void,
+) => ConnectionHttp;
+
+function findServeOnConnection(): ServeOnConnection | undefined {
+  const internalKey = (Deno as unknown as { internal?: symbol }).internal;
+  if (typeof internalKey !== "symbol") return undefined;
+  const internals = (Deno as unknown as Record<symbol, Record<string, unknown> | undefined>)[
+    internalKey
+  ];
+  const fn = internals?.serveHttpOnConnection;
+  return typeof fn === "function" && fn.length === 5 ? fn as ServeOnConnection : undefined;
+}
+
+const serveOnConnection = findServeOnConnection();
+
+/**
+ * True when the running Deno can serve HTTP on a connection we accepted
+ * (Deno 2.9's internal `serveHttpOnConnection`); {@link serveConnections}
+ * throws without it.
+ */
+export function perConnectionServeAvailable(): boolean {
+  return serveOnConnection !== undefined;
+}
+
+function isTls(conn: Deno.Conn): conn is Deno.TlsConn {
+  return typeof (conn as Partial<Deno.TlsConn>).handshake === "function";
+}
+
+function defaultOnError(error: unknown): Response {
+  log.error("request failed: {error}", { error });
+  return new Response("Internal Server Error", { status: 500 });
+}
+
+/** Check a limit: a positive integer. */
+function positive(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+/** One accepted connection. */
+interface Connection {
+  http?: ConnectionHttp;
+  cancel?: () => void;
+  /** Requests whose response is not fully sent yet. */
+  inFlight: number;
+  /** Whether a request head has ever arrived. */
+  served: boolean;
+  /** Set by every request start and end; cleared by the sweep. */
+  touched: boolean;
+  /** `performance.now()` when the sweep last saw it busy or touched (or when accepted). */
+  quietSince: number;
+  closing: boolean;
+  /** A TLS connection whose handshake is not done: it cannot be closed yet. */
+  handshaking?: boolean;
+}
+
+/** Once per interval: how many times something happened, logged as one warning. */
+class WarnOnce {
+  #count = 0;
+  #last = -Infinity;
+  constructor(readonly everyMs: number) {}
+  /** Counts one event; returns how many to report if a warning is due now. */
+  due(): number | undefined {
+    this.#count++;
+    const now = performance.now();
+    if (now - this.#last < this.everyMs) return undefined;
+    this.#last = now;
+    const n = this.#count;
+    this.#count = 0;
+    return n;
+  }
+}
+
+/**
+ * Serves HTTP on `listener` (TCP: HTTP/1.1 and h2c with prior knowledge;
+ * TLS: h2 and HTTP/1.1 by ALPN; give `Deno.listenTls` `alpnProtocols:
+ * ["h2", "http/1.1"]`) with the {@link ConnectionLimits}.
+ *
+ * An `accept()` that fails (out of descriptors: `EMFILE`/`ENFILE`, or any
+ * other error) never ends the server: it is logged at most once per
+ * `warnEveryMs` with the count, and accepting resumes after a pause that
+ * doubles from 10 ms up to 1 s while the failures go on; connections already
+ * open are served meanwhile.
+ *
+ * @throws {Error} when the running Deno lacks the per-connection server (see
+ * {@link perConnectionServeAvailable}).
+ * @throws {RangeError} for a limit that is not a positive integer.
+ */
+export function serveConnections(
+  listener: Deno.Listener<Deno.Conn, Deno.NetAddr> | Deno.TlsListener,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  opts: ServeConnectionsOptions = {},
+): ConnectionServer {
+  const serveOn: ServeOnConnection | undefined = serveOnConnection;
+  if (serveOn === undefined) {
+    throw new Error(
+      "this Deno cannot serve HTTP on an accepted connection (no internal serveHttpOnConnection); " +
+        "use Deno 2.9",
+    );
+  }
+  const limits: ConnectionLimits = {
+    maxConnections: positive(
+      "maxConnections",
+      opts.limits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    ),
+    headerTimeoutMs: positive(
+      "headerTimeoutMs",
+      opts.limits?.headerTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.headerTimeoutMs,
+    ),
+    idleTimeoutMs: positive(
+      "idleTimeoutMs",
+      opts.limits?.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+    ),
+  };
+  const onError = opts.onError ?? defaultOnError;
+  const warnEveryMs = opts.warnEveryMs ?? 10_000;
+  const refusedWarning = new WarnOnce(warnEveryMs);
+  const acceptWarning = new WarnOnce(warnEveryMs);
+  const stats: ConnectionStats = {
+    open: 0,
+    accepted: 0,
+    refused: 0,
+    headerTimeouts: 0,
+    idleTimeouts: 0,
+    acceptErrors: 0,
+  };
+  const open = new Set<Connection>();
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  let pause: ReturnType<typeof setTimeout> | undefined;
+
+  const sweepMs = Math.min(
+    1000,
+    Math.max(50, Math.floor(Math.min(limits.headerTimeoutMs, limits.idleTimeoutMs) / 4)),
+  );
+  const sweeper = setInterval(() => {
+    const now = performance.now();
+    for (const c of open) {
+      if (c.closing) continue;
+      if (c.inFlight > 0 || c.touched) {
+        c.touched = false;
+        c.quietSince = now;
+        continue;
+      }
+      const limit = c.served ? limits.idleTimeoutMs : limits.headerTimeoutMs;
+      if (now - c.quietSince < limit) continue;
+      if (c.served) stats.idleTimeouts++;
+      else stats.headerTimeouts++;
+      if (c.handshaking) {
+        c.closing = true; // counted once; it leaves when its handshake ends
+        log.debug("a TLS handshake has taken longer than the header timeout ({ms} ms)", {
+          ms: limits.headerTimeoutMs,
+        });
+        continue;
+      }
+      log.debug("closing a connection: {what} timeout ({ms} ms)", {
+        what: c.served ? "idle" : "header",
+        ms: limit,
+      });
+      cancel(c);
+    }
+  }, sweepMs);
+
+  /**
+   * Closes a connection at once (nothing is in flight on it). Not
+   * gracefully: the runtime's graceful close cannot be cut short later (the
+   * connection can no longer be cancelled), and on HTTP/2 it waits for the
+   * client to answer a PING, which a hostile client never does. An HTTP/2
+   * client whose next request races this close sees its connection reset;
+   * a client pool idle timeout below the idle timeout avoids that.
+   */
+  function cancel(c: Connection): void {
+    c.closing = true;
+    try {
+      c.cancel?.();
+    } catch {
+      // already closed
+    }
+  }
+
+  /**
+   * A TLS connection is handed over once its handshake is done, and counted
+   * from accept until then. Deno 2.9.6 cannot close a TLS connection in the
+   * middle of its handshake (`close()` only detaches it: the socket stays
+   * open until the handshake ends, which for a client that stalls is when
+   * it leaves), so such a connection is counted against `maxConnections`
+   * until its handshake ends, past the header timeout if need be: the cap
+   * keeps telling the truth about descriptors.
+   */
+  async function handshakeThenServe(conn: Deno.TlsConn, serveOn: ServeOnConnection): Promise<void> {
+    const c = newConnection();
+    c.handshaking = true;
+    track(c);
+    try {
+      await conn.handshake();
+    } catch (err) {
+      log.debug("TLS handshake failed: {error}", { error: err });
+      untrack(c);
+      try {
+        conn.close();
+      } catch {
+        // already closed
+      }
+      return;
+    }
+    untrack(c);
+    if (stopping) {
+      conn.close();
+      return;
+    }
+    serve(conn, serveOn, c.quietSince);
+  }
+
+  function serve(conn: Deno.Conn, serveOn: ServeOnConnection, since = performance.now()): void {
+    const c = newConnection(since);
+    const done = () => {
+      c.inFlight--;
+      c.touched = true;
+    };
+    const perConnection: Deno.ServeHandler<Deno.NetAddr> = (req, info) => {
+      c.inFlight++;
+      c.served = true;
+      c.touched = true;
+      info.completed.then(done, done);
+      return handler(req, info);
+    };
+    const hook: CancelHook = {
+      addEventListener(type, listener) {
+        if (type === "abort") c.cancel = listener;
+      },
+    };
+    try {
+      c.http = serveOn(conn, hook, perConnection, onError, () => {});
+    } catch (err) {
+      log.warn("cannot serve an accepted connection: {error}", { error: err });
+      try {
+        conn.close();
+      } catch {
+        // already closed
+      }
+      return;
+    }
+    track(c);
+    const closed = () => untrack(c);
+    c.http.finished.then(closed, (err) => {
+      log.debug("connection ended with an error: {error}", { error: err });
+      closed();
+    });
+  }
+
+  function newConnection(since = performance.now()): Connection {
+    return { inFlight: 0, served: false, touched: false, quietSince: since, closing: false };
+  }
+
+  function track(c: Connection): void {
+    open.add(c);
+    stats.open = open.size;
+  }
+
+  function untrack(c: Connection): void {
+    open.delete(c);
+    stats.open = open.size;
+  }
+
+  function noteAcceptError(err: unknown, pauseMs: number): void {
+    stats.acceptErrors++;
+    const n = acceptWarning.due();
+    if (n === undefined) return;
+    log.warn(
+      "accept failed {count} time(s) since the last warning: {error}; " +
+        "{open} connections open; accepting again in {ms} ms",
+      {
+        count: n,
+        error: err instanceof Error ? err.message : String(err),
+        open: open.size,
+        ms: pauseMs,
+      },
+    );
+  }
+
+  const acceptLoop = (async () => {
+    let pauseMs = 0;
+    while (!stopping) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (err) {
+        if (
+          stopping || err instanceof Deno.errors.BadResource ||
+          err instanceof Deno.errors.Interrupted
+        ) {
+          break;
+        }
+        pauseMs = Math.min(1000, pauseMs === 0 ? 10 : pauseMs * 2);
+        noteAcceptError(err, pauseMs);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          pause = setTimeout(resolve, pauseMs);
+        });
+        wake = undefined;
+        pause = undefined;
+        continue;
+      }
+      pauseMs = 0;
+      if (stopping) {
+        conn.close();
+        break;
+      }
+      if (open.size >= limits.maxConnections) {
+        stats.refused++;
+        try {
+          conn.close();
+        } catch {
+          // already closed
+        }
+        const n = refusedWarning.due();
+        if (n !== undefined) {
+          log.warn(
+            "{max} connections open (--max-connections): refused {count} new connection(s) " +
+              "since the last warning",
+            { max: limits.maxConnections, count: n },
+          );
+        }
+        continue;
+      }
+      stats.accepted++;
+      if (isTls(conn)) handshakeThenServe(conn, serveOn);
+      else serve(conn, serveOn);
+    }
+  })();
+
+  function stop(): void {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(sweeper);
+    if (pause !== undefined) clearTimeout(pause);
+    wake?.();
+    try {
+      listener.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  let shut: Promise<void> | undefined;
+  return {
+    addr: listener.addr,
+    limits: Object.freeze({ ...limits }),
+    stats: () => ({ ...stats }),
+    shutdown() {
+      shut ??= (async () => {
+        stop();
+        await acceptLoop;
+        const serving = [...open].filter((c) => c.http !== undefined);
+        // No request yet: nothing to finish. Otherwise HTTP/1.1 closes once
+        // its response is sent, HTTP/2 sends GOAWAY and closes when its
+        // streams are done.
+        for (const c of serving) if (!c.served && c.inFlight === 0) cancel(c);
+        await Promise.all(
+          serving.filter((c) => !c.closing).map((c) => c.http!.shutdown().catch(() => {})),
+        );
+        await Promise.all(serving.map((c) => c.http!.finished.catch(() => {})));
+      })();
+      return shut;
+    },
+    close() {
+      stop();
+      for (const c of open) cancel(c);
+    },
+  };
+}

@@ -1,0 +1,275 @@
+import assert from "node:assert/strict";
+import { generateDevCerts } from "../shared/certs/generate.ts";
+import {
+  type ConnectionServer,
+  perConnectionServeAvailable,
+  serveConnections,
+  type ServeConnectionsOptions,
+} from "./serve_connections.ts";
+
+const enc = new TextEncoder();
+
+function start(
+  handler: Deno.ServeHandler<Deno.NetAddr> = () => new Response("ok"),
+  opts: ServeConnectionsOptions = {},
+  listener: Deno.Listener<Deno.Conn, Deno.NetAddr> = Deno.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+  }),
+): { server: ConnectionServer; port: number } {
+  const server = serveConnections(listener, handler, opts);
+  return { server, port: server.addr.port };
+}
+
+/** Milliseconds until the server closes `conn` (reads and drops what it sends), or -1 after `maxMs`. */
+async function closedAfter(conn: Deno.Conn, maxMs: number): Promise<number> {
+  const t0 = performance.now();
+  const buf = new Uint8Array(4096);
+  const timer = setTimeout(() => conn.close(), maxMs);
+  try {
+    while (await conn.read(buf) !== null) { /* drop */ }
+    return performance.now() - t0;
+  } catch {
+    return performance.now() - t0 >= maxMs ? -1 : performance.now() - t0;
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/** One HTTP/1.1 request on a raw connection; resolves with the status line. */
+async function rawGet(conn: Deno.Conn, path = "/"): Promise<string> {
+  await conn.write(enc.encode(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`));
+  const buf = new Uint8Array(4096);
+  const n = await conn.read(buf);
+  assert.ok(n !== null, "connection closed before an answer");
+  return new TextDecoder().decode(buf.subarray(0, n)).split("\r\n")[0];
+}
+
+/** Waits (up to 2 s) until `ok()` holds. */
+async function until(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+function connect(port: number): Promise<Deno.Conn> {
+  return Deno.connect({ hostname: "127.0.0.1", port });
+}
+
+Deno.test("serveConnections: this Deno has the per-connection server it relies on", () => {
+  assert.equal(perConnectionServeAvailable(), true);
+});
+
+Deno.test("serveConnections: serves HTTP/1.1 and h2c with prior knowledge, with the client's address", async () => {
+  const { server, port } = start((req, info) =>
+    new Response(`hello ${new URL(req.url).pathname} from ${info.remoteAddr.hostname}`)
+  );
+  const h2 = Deno.createHttpClient({ http1: false, http2: true });
+  const h1 = Deno.createHttpClient({ http1: true, http2: false });
+  try {
+    const a = await fetch(`http://127.0.0.1:${port}/a`, { client: h2 });
+    assert.equal(await a.text(), "hello /a from 127.0.0.1");
+    const b = await fetch(`http://127.0.0.1:${port}/b`, { client: h1 });
+    assert.equal(await b.text(), "hello /b from 127.0.0.1");
+    const c = await connect(port);
+    assert.equal(await rawGet(c), "HTTP/1.1 200 OK");
+    c.close();
+  } finally {
+    h2.close();
+    h1.close();
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: a connection with no request head, or half of one, is closed at the header timeout", async () => {
+  const { server, port } = start(undefined, {
+    limits: { headerTimeoutMs: 300, idleTimeoutMs: 5000 },
+  });
+  try {
+    const silent = await connect(port);
+    const partial = await connect(port);
+    await partial.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\nx-slow: "));
+    const [a, b] = await Promise.all([closedAfter(silent, 3000), closedAfter(partial, 3000)]);
+    assert.ok(a >= 250 && a < 1500, `silent connection closed after ${a} ms`);
+    assert.ok(b >= 250 && b < 1500, `partial head closed after ${b} ms`);
+    await until(() => server.stats().open === 0);
+    assert.equal(server.stats().headerTimeouts, 2);
+    assert.equal(server.stats().open, 0);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: a kept-alive connection is closed after the idle timeout, not while a request runs", async () => {
+  const slow = Promise.withResolvers<void>();
+  const { server, port } = start(async (req) => {
+    if (new URL(req.url).pathname === "/slow") await slow.promise;
+    return new Response("ok");
+  }, { limits: { headerTimeoutMs: 5000, idleTimeoutMs: 400 } });
+  try {
+    // Idle after one answer: closed near the idle timeout.
+    const idle = await connect(port);
+    assert.equal(await rawGet(idle), "HTTP/1.1 200 OK");
+    const t = await closedAfter(idle, 3000);
+    assert.ok(t >= 300 && t < 1800, `idle connection closed after ${t} ms`);
+    assert.equal(server.stats().idleTimeouts, 1);
+
+    // A request running longer than the idle timeout is answered.
+    const busy = await connect(port);
+    await busy.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+    await new Promise((r) => setTimeout(r, 1000));
+    slow.resolve();
+    const buf = new Uint8Array(4096);
+    const n = await busy.read(buf);
+    assert.ok(n !== null);
+    assert.match(new TextDecoder().decode(buf.subarray(0, n)), /^HTTP\/1.1 200 OK/);
+    busy.close();
+  } finally {
+    slow.resolve();
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: past maxConnections a new connection is closed at once; open ones keep being served", async () => {
+  const { server, port } = start(undefined, {
+    limits: { maxConnections: 3, headerTimeoutMs: 10_000, idleTimeoutMs: 10_000 },
+  });
+  const conns: Deno.Conn[] = [];
+  try {
+    const client = await connect(port);
+    conns.push(client);
+    assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
+    conns.push(await connect(port), await connect(port));
+    await until(() => server.stats().open === 3);
+    assert.equal(server.stats().open, 3);
+    const extra = await connect(port);
+    const t = await closedAfter(extra, 3000);
+    assert.ok(t >= 0 && t < 1000, `the connection past the cap was closed after ${t} ms`);
+    assert.equal(server.stats().refused, 1);
+    assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
+    // Room again once one closes.
+    conns.pop()!.close();
+    await until(() => server.stats().open === 2);
+    const again = await connect(port);
+    conns.push(again);
+    assert.equal(await rawGet(again), "HTTP/1.1 200 OK");
+  } finally {
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch {
+        // closed by the server
+      }
+    }
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: failing accepts (EMFILE) are survived with a pause; serving goes on", async () => {
+  const real = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let failures = 5;
+  const calls: number[] = [];
+  // serveConnections uses accept(), close() and addr only.
+  const flaky = {
+    addr: real.addr,
+    close: () => real.close(),
+    accept(): Promise<Deno.Conn> {
+      calls.push(performance.now());
+      if (failures > 0) {
+        failures--;
+        const err = new Error("Too many open files (os error 24)");
+        Object.assign(err, { code: "EMFILE" });
+        return Promise.reject(err);
+      }
+      return real.accept();
+    },
+  } as unknown as Deno.Listener<Deno.Conn, Deno.NetAddr>;
+  const { server, port } = start(undefined, { warnEveryMs: 60_000 }, flaky);
+  try {
+    const c = await connect(port);
+    assert.equal(await rawGet(c), "HTTP/1.1 200 OK");
+    c.close();
+    assert.equal(server.stats().acceptErrors, 5);
+    // Pauses of 10, 20, 40, 80, 160 ms between the failed attempts.
+    const waited = calls[5] - calls[0];
+    assert.ok(waited >= 250, `retried after ${waited} ms in all`);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: shutdown lets a request in flight finish and closes idle connections", async () => {
+  const slow = Promise.withResolvers<void>();
+  const { server, port } = start(async () => {
+    await slow.promise;
+    return new Response("late");
+  });
+  const idle = await connect(port);
+  const busy = await connect(port);
+  await busy.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
+  await new Promise((r) => setTimeout(r, 100));
+  const shut = server.shutdown();
+  assert.ok((await closedAfter(idle, 3000)) >= 0, "idle connection closed by shutdown");
+  slow.resolve();
+  const buf = new Uint8Array(4096);
+  const n = await busy.read(buf);
+  assert.ok(n !== null);
+  assert.match(new TextDecoder().decode(buf.subarray(0, n)), /^HTTP\/1.1 200 OK[\s\S]*late$/);
+  busy.close();
+  await shut;
+  await assert.rejects(connect(port));
+});
+
+Deno.test("serveConnections: on TLS, h2 and HTTP/1.1 by ALPN; a stalled handshake stays counted until it ends", async () => {
+  const certs = await generateDevCerts();
+  const listener = Deno.listenTls({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: certs.certPem,
+    key: certs.keyPem,
+    alpnProtocols: ["h2", "http/1.1"],
+  });
+  const { server, port } = start(
+    () => new Response("tls"),
+    { limits: { headerTimeoutMs: 300, idleTimeoutMs: 300 } },
+    listener,
+  );
+  const h2 = Deno.createHttpClient({ caCerts: [certs.caCertPem], http1: false, http2: true });
+  const h1 = Deno.createHttpClient({ caCerts: [certs.caCertPem], http1: true, http2: false });
+  try {
+    for (const client of [h2, h1]) {
+      assert.equal(await (await fetch(`https://localhost:${port}/`, { client })).text(), "tls");
+    }
+    await until(() => server.stats().open === 0); // idle timeout
+    assert.equal(server.stats().idleTimeouts, 2);
+    // The first bytes of a ClientHello, then nothing. Deno 2.9.6 cannot close
+    // a TLS connection mid-handshake, so it is counted (against the cap)
+    // until the client leaves.
+    const stalled = await connect(port);
+    await stalled.write(new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    await until(() => server.stats().headerTimeouts === 1);
+    assert.equal(server.stats().headerTimeouts, 1);
+    assert.equal(server.stats().open, 1);
+    stalled.close();
+    await until(() => server.stats().open === 0);
+    assert.equal(server.stats().open, 0);
+  } finally {
+    h2.close();
+    h1.close();
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveConnections: limits must be positive integers", () => {
+  for (const limits of [{ maxConnections: 0 }, { headerTimeoutMs: -1 }, { idleTimeoutMs: 1.5 }]) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      assert.throws(() => serveConnections(listener, () => new Response(), { limits }), RangeError);
+    } finally {
+      listener.close();
+    }
+  }
+});

@@ -1,0 +1,18 @@
+/**
+ * The admin listener's application: `/health`, `/metrics` and the admin API
+ * under `/admin/` (backends, weights, reload, drain), served over HTTP/1.1
+ * and h2c on a loopback address by default.
+ *
+ * @example
+ * ```ts
+ * import { createAdminApp } from "./mod.ts";
+ *
+ * const app = createAdminApp({ runtime, connections, reload, drain, version: "1.0.0" });
+ * Deno.serve({ hostname: "127.0.0.1", port: 9890 }, app.fetch);
+ * ```
+ *
+ * @module
+ */
+
+export { type AdminDeps, type AdminRuntime, createAdminApp, type ReloadOutcome } from "./admin.ts";
+export { serialRuns } from "./serial.ts";

@@ -1,0 +1,185 @@
+/**
+ * The types of the proxy's validated configuration, spelled out so that the
+ * public API documents every field. `schema.ts` produces exactly these types:
+ * the compiler checks that the schema's output and each type here are the
+ * same, so a field added to one and not the other fails `deno check`.
+ *
+ * Keys stay in snake_case, exactly as they are written in the YAML file.
+ *
+ * @module
+ */
+
+import type { LoadBalancingConfig } from "../balancer/types.ts";
+
+export type { LoadBalancingConfig };
+
+/** `listen.tls`: certificate and key paths (`ca` is always rejected, so never present). */
+export interface TlsConfig {
+  /** Path of the PEM certificate chain. */
+  cert: string;
+  /** Path of the PEM private key. */
+  key: string;
+  /** Never present: client certificates cannot be verified (DESIGN §2). */
+  ca?: undefined;
+}
+
+/** `listen`: the HTTP/3 listener. */
+export interface ListenConfig {
+  /** Always `"http3"`. */
+  protocol: "http3";
+  /** UDP port; 0 picks a free port (printed in `Listening on`), for tests and tools. */
+  port: number;
+  /** Bind address: IPv4, IPv6 literal without brackets, or host name. */
+  address: string;
+  /** Certificate and key. */
+  tls: TlsConfig;
+  /** Concurrent bidirectional streams a client may open per connection. */
+  max_streams: number;
+  /** QUIC idle timeout in milliseconds. */
+  idle_timeout_ms: number;
+  /**
+   * Also serve HTTP/2 and HTTP/1.1 over TCP+TLS on the same port number, with
+   * `alt-svc: h3=":<port>"` on every response (browsers then switch to HTTP/3).
+   */
+  tcp_fallback: boolean;
+}
+
+/** `route` of a pool: how requests are matched to it. At least one field is set. */
+export interface RouteConfig {
+  /** Host name, `*.example.com` wildcard or address, with an optional `:port`. */
+  host?: string;
+  /** Path prefix, starting with `/`. */
+  path_prefix?: string;
+}
+
+/** `health_check` of a backend, defaults applied. Times are milliseconds. */
+export interface HealthCheckConfig {
+  /** Probe path, starting with `/`. */
+  path: string;
+  /** Time between probes. */
+  interval: number;
+  /** Time a probe may take. */
+  timeout_ms: number;
+  /** Failed probes in a row that mark a backend unhealthy. */
+  failure_threshold: number;
+  /** Passed probes in a row that mark it healthy again. */
+  success_threshold: number;
+  /** Least time an unhealthy backend stays out. */
+  cooldown_ms: number;
+  /** Probe method, an uppercase HTTP token. */
+  method: string;
+}
+
+/** One backend of a pool. */
+export interface BackendConfig {
+  /** Identifier, unique across all pools. */
+  id: string;
+  /** `host:port` (IPv6 as `[::1]:8080`). */
+  address: string;
+  /** Relative weight; 0 drains the backend. */
+  weight: number;
+  /** Active health checking; none when absent. */
+  health_check?: HealthCheckConfig;
+}
+
+/** One pool of `upstream`. */
+export interface UpstreamConfig {
+  /** Which requests the pool serves. */
+  route: RouteConfig;
+  /** The pool's own load balancing; the global `load_balancing` when absent. */
+  load_balancing?: LoadBalancingConfig;
+  /** The backends, at least one. */
+  backends: BackendConfig[];
+  /** Timeout of one request to a backend of this pool, in milliseconds. */
+  request_timeout_ms: number;
+}
+
+/** `log`: level and optional file output. */
+export interface LogConfig {
+  /** A level name from `shared/logging.ts` (`LEVEL_NAMES`), lowercased. */
+  level: string;
+  /** File output. */
+  file: {
+    /** Whether log lines also go to the file. */
+    enabled: boolean;
+    /** File path; `{service}` is replaced by the service name. */
+    path: string;
+  };
+  /** The access log: one line per finished request, at level info. */
+  access: AccessLogConfig;
+}
+
+/** `log.access` (`true`/`false` is short for `{enabled: true/false}`). */
+export interface AccessLogConfig {
+  /** Whether finished requests are logged (default true). */
+  enabled: boolean;
+  /** `text` (one readable line) or `json` (one object per line). */
+  format: "text" | "json";
+  /** A file of its own (created 0600); by default the lines go where the log goes. */
+  file?: string;
+}
+
+/** `limits`: request and shutdown limits. */
+export interface LimitsConfig {
+  /** Largest accepted header section (RFC 9114 SETTINGS_MAX_FIELD_SECTION_SIZE), in bytes. */
+  max_header_list_size: number;
+  /** Largest accepted request body, in bytes. */
+  max_request_body_bytes: number;
+  /** How long a shutdown waits for open requests, in milliseconds. */
+  drain_timeout_ms: number;
+  /**
+   * Longest wait for the next part of a request (its header section, or the
+   * next piece of its body) before answering 408, in milliseconds.
+   */
+  request_idle_timeout_ms: number;
+  /** A QUIC handshake not complete within this is closed, in milliseconds. */
+  handshake_timeout_ms: number;
+  /** QUIC handshakes under way at once; past it newcomers are refused. */
+  max_handshakes: number;
+  /** Open HTTP/3 connections; past it newcomers are refused. */
+  max_connections: number;
+  /** Handshakes and connections from one client IP address. */
+  max_connections_per_address: number;
+  /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
+  upstream_workers: "auto" | number;
+}
+
+/** `admin`: the admin listener (`/health`, `/metrics`, `/admin/*`). */
+export interface AdminConfig {
+  /** Bind address; loopback by default. */
+  address: string;
+  /** TCP port; 0 picks a free port. */
+  port: number;
+  /** With a token, mutating calls need `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
+/** `passive_health`: outlier detection on live traffic. */
+export interface PassiveHealthConfig {
+  /** Whether live failures eject backends. */
+  enabled: boolean;
+  /** Connect failures or 5xx answers in a row that eject a backend. */
+  consecutive_failures: number;
+  /** How long an ejected backend stays out, in milliseconds. */
+  eject_ms: number;
+}
+
+/** The validated configuration: defaults applied, snake_case keys as in the YAML file. */
+export interface Config {
+  /** Always 1. */
+  version: 1;
+  /** The HTTP/3 listener. */
+  listen: ListenConfig;
+  /** The pools, by name. */
+  upstream: Record<string, UpstreamConfig>;
+  /** Load balancing of the pools that do not set their own. */
+  load_balancing: LoadBalancingConfig;
+  /** Logging. */
+  log: LogConfig;
+  /** Request and shutdown limits. */
+  limits: LimitsConfig;
+  /** The admin listener; none when absent. */
+  admin?: AdminConfig;
+  /** Outlier detection on live traffic. */
+  passive_health: PassiveHealthConfig;
+}

@@ -1,0 +1,49 @@
+/**
+ * Field-name vocabularies and message rules shared by every layer that
+ * builds or forwards HTTP messages: the HTTP/3 codec, the server, the
+ * upstream header translation and the TCP fallback. One home, so the lists
+ * cannot drift apart.
+ *
+ * @example
+ * ```ts
+ * import { HOP_BY_HOP, responseHasNoBody } from "./fields.ts";
+ * HOP_BY_HOP.has("keep-alive"); // true
+ * responseHasNoBody("GET", 304); // true
+ * ```
+ *
+ * @module
+ */
+
+/**
+ * Connection-specific fields (RFC 9110 §7.6.1), which make an HTTP/3 message
+ * malformed (RFC 9114 §4.2). `te` is allowed only as `te: trailers`, checked
+ * where requests are validated.
+ */
+export const CONNECTION_SPECIFIC: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/**
+ * Fields a proxy never forwards in either direction: the connection-specific
+ * ones plus the hop-by-hop fields of RFC 9110 §7.6.1 (`te`, `trailer`,
+ * `proxy-authenticate`, `proxy-authorization`).
+ */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  ...CONNECTION_SPECIFIC,
+  "te",
+  "trailer",
+  "proxy-authenticate",
+  "proxy-authorization",
+]);
+
+/**
+ * Whether a response carries no content whatever its fields say: the answer
+ * to HEAD, 1xx, 204 and 304 (RFC 9110 §6.4.1).
+ */
+export function responseHasNoBody(method: string, status: number): boolean {
+  return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
+}

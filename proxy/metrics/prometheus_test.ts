@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import { ProxyMetrics } from "./metrics.ts";
+import { METRIC_FAMILIES, type MetricsView, renderPrometheus } from "./prometheus.ts";
+
+function view(): MetricsView {
+  const m = new ProxyMetrics();
+  m.record("a", 200);
+  m.record("a", 201);
+  m.record("a", 304);
+  m.record("b", 503, "timeout");
+  m.record("b", 502, "error");
+  m.record(null, 404);
+  m.recordPick("a");
+  m.latency.observe(0.01);
+  return {
+    global: m.global,
+    backends: [
+      {
+        id: "a",
+        pool: "api",
+        counters: m.backend("a"),
+        healthy: true,
+        enabled: true,
+        weight: 100,
+        picks: 3,
+      },
+      {
+        id: "b",
+        pool: "api",
+        counters: m.backend("b"),
+        healthy: false,
+        enabled: true,
+        weight: 50,
+        picks: 2,
+      },
+    ],
+    latency: m.latency.snapshot(),
+    activeConnections: 1,
+    activeStreams: 0,
+    version: "1.2.3",
+    uptimeSeconds: 5,
+    startTimeSeconds: 1_700_000_000,
+    residentBytes: 1024,
+  };
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: string;
+}
+
+/** Families (from `# TYPE`) and samples of an exposition text. */
+function parse(text: string): { families: Map<string, string>; samples: Sample[] } {
+  const families = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type) families.set(type[1], type[2]);
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `bad sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
+    samples.push({ name: m[1], labels, value: m[3] });
+  }
+  return { families, samples };
+}
+
+/** The family a sample belongs to (histogram series drop their suffix). */
+function familyOf(name: string, families: Map<string, string>): string {
+  if (families.has(name)) return name;
+  const base = name.replace(/_(bucket|sum|count)$/, "");
+  assert.ok(families.has(base), `sample ${name} has no # TYPE`);
+  return base;
+}
+
+Deno.test("prometheus: no family name repeats a word (was spooky_backend_backend_timeouts_total)", () => {
+  const { families } = parse(renderPrometheus(view()));
+  for (const name of families.keys()) {
+    const words = name.split("_");
+    for (let i = 1; i < words.length; i++) {
+      assert.notEqual(words[i], words[i - 1], `doubled word in ${name}`);
+    }
+  }
+  assert.ok(families.has("spooky_backend_timeouts_total"));
+  assert.ok(!families.has("spooky_backend_backend_timeouts_total"));
+});
+
+Deno.test("prometheus: spooky_backend_* families, and only they, are per backend", () => {
+  const { families, samples } = parse(renderPrometheus(view()));
+  for (const s of samples) {
+    const family = familyOf(s.name, families);
+    const perBackend = family.startsWith("spooky_backend_");
+    assert.equal("backend" in s.labels, perBackend, `${s.name} ${JSON.stringify(s.labels)}`);
+    assert.equal("pool" in s.labels, perBackend, `${s.name} ${JSON.stringify(s.labels)}`);
+  }
+  for (const name of families.keys()) {
+    if (name.startsWith("spooky_backend_")) {
+      for (const id of ["a", "b"]) {
+        assert.ok(samples.some((s) => s.name === name && s.labels.backend === id), `${name} ${id}`);
+      }
+    }
+  }
+});
+
+Deno.test('prometheus: request counters carry a status-class label code="Nxx"', () => {
+  const { samples } = parse(renderPrometheus(view()));
+  const value = (name: string, labels: Record<string, string>) =>
+    samples.find((s) =>
+      s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) &&
+      Object.keys(s.labels).length === Object.keys(labels).length
+    )?.value;
+  assert.equal(value("spooky_requests_total", { code: "2xx" }), "2");
+  assert.equal(value("spooky_requests_total", { code: "3xx" }), "1");
+  assert.equal(value("spooky_requests_total", { code: "4xx" }), "1");
+  assert.equal(value("spooky_requests_total", { code: "5xx" }), "2");
+  assert.equal(value("spooky_requests_total", { code: "1xx" }), undefined, "1xx only once seen");
+  const a = { backend: "a", pool: "api" };
+  assert.equal(value("spooky_backend_requests_total", { ...a, code: "2xx" }), "2");
+  assert.equal(value("spooky_backend_requests_total", { ...a, code: "3xx" }), "1");
+  assert.equal(value("spooky_backend_requests_total", { ...a, code: "5xx" }), "0");
+  const b = { backend: "b", pool: "api" };
+  assert.equal(value("spooky_backend_requests_total", { ...b, code: "5xx" }), "2");
+  assert.equal(value("spooky_backend_timeouts_total", b), "1");
+  assert.equal(value("spooky_backend_errors_total", b), "1");
+  assert.equal(value("spooky_requests_success_total", {}), "2");
+  assert.equal(value("spooky_requests_failure_total", {}), "4");
+  for (const s of samples) {
+    if (/requests_total$/.test(s.name)) assert.match(s.labels.code, /^[1-5]xx$/);
+  }
+});
+
+Deno.test("prometheus: every family is in METRIC_FAMILIES and documented in README", async () => {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  const { families } = parse(renderPrometheus(view()));
+  for (const name of families.keys()) {
+    if (name.startsWith("spooky_")) assert.ok(name.slice(7) in METRIC_FAMILIES, name);
+    assert.ok(readme.includes(`\`${name}\``), `README does not document ${name}`);
+  }
+});
+
+const promtool = (() => {
+  try {
+    return Deno.statSync("/usr/bin/promtool").isFile;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name: "prometheus: promtool check metrics finds no problem",
+  ignore: !promtool,
+  async fn() {
+    const child = new Deno.Command("promtool", {
+      args: ["check", "metrics"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(renderPrometheus(view())));
+    await w.close();
+    const out = await child.output();
+    const msg = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, msg);
+    assert.equal(msg.trim(), "", msg);
+  },
+});

@@ -1,0 +1,24 @@
+/**
+ * The edge proxy: the request handler ({@link createProxyApp}) and the live
+ * runtime around it ({@link ProxyRuntime}: routes, balancers, health checks,
+ * backend clients, metrics, reloads). The packages below (`h3/`, `server/`,
+ * `config/`, `balancer/`, …) each have their own `mod.ts`; `main.ts` wires
+ * them to real sockets.
+ *
+ * @example
+ * ```ts
+ * import { ProxyRuntime } from "./mod.ts";
+ * import { loadConfig } from "./config/mod.ts";
+ *
+ * const loaded = await loadConfig("examples/proxy.yaml");
+ * if (loaded.ok) {
+ *   const runtime = new ProxyRuntime(loaded.config, { userAgent, transport, probeFetch });
+ *   runtime.start();
+ * }
+ * ```
+ *
+ * @module
+ */
+
+export { type BackendHealth, createProxyApp, type ProxyAppDeps } from "./app.ts";
+export { type BackendInfo, ProxyRuntime, type RuntimeOptions } from "./runtime.ts";

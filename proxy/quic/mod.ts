@@ -1,0 +1,26 @@
+/**
+ * The QUIC transport seen by the HTTP/3 server: an interface, its
+ * implementation on `Deno.QuicEndpoint` with admission limits (handshake
+ * timeout, caps on handshakes and connections, per client address), and an
+ * in-memory pair for tests.
+ *
+ * @example
+ * ```ts
+ * import { listenQuic } from "./mod.ts";
+ *
+ * const transport = listenQuic({ hostname: "127.0.0.1", port: 0, cert, key,
+ *   limits: { handshakeTimeoutMs: 5_000, maxPerAddress: 32 } });
+ * const conn = await transport.accept();
+ * ```
+ *
+ * @module
+ */
+
+export type * from "./transport.ts";
+export {
+  type AdmissionLimits,
+  DEFAULT_ADMISSION_LIMITS,
+  listenQuic,
+  type ListenQuicOptions,
+  type RejectReason,
+} from "./deno_transport.ts";

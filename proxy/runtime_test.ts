@@ -1,0 +1,158 @@
+/**
+ * ProxyRuntime without sockets: backend clients and probes are fakes, the
+ * configuration comes straight from the schema. Covers what the admin API and
+ * reloads rely on; the request path itself is app_test.ts's.
+ */
+import assert from "node:assert/strict";
+import { ConfigSchema } from "./config/schema.ts";
+import type { Config } from "./config/types.ts";
+import { ProxyRuntime } from "./runtime.ts";
+import type { UpstreamTransport } from "./upstream/transport.ts";
+import type { IncomingRequest } from "./server/types.ts";
+
+function config(extra: Record<string, unknown> = {}, upstream?: Record<string, unknown>): Config {
+  return ConfigSchema.parse({
+    version: 1,
+    listen: { protocol: "http3", port: 9889, tls: { cert: "cert.pem", key: "key.pem" } },
+    upstream: upstream ?? {
+      api: {
+        route: { path_prefix: "/api" },
+        backends: [
+          { id: "a1", address: "127.0.0.1:8001" },
+          { id: "a2", address: "127.0.0.1:8002", weight: 50 },
+        ],
+      },
+      web: { route: { path_prefix: "/" }, backends: [{ id: "w1", address: "127.0.0.1:9001" }] },
+    },
+    ...extra,
+  });
+}
+
+/** A fake upstream transport: each backend answers 200 with its address; calls and releases counted. */
+function fakes() {
+  const calls: string[] = [];
+  const closed: string[] = [];
+  const transport: UpstreamTransport = {
+    exchange(req) {
+      calls.push(req.address);
+      if (req.body instanceof ReadableStream) req.body.cancel();
+      return Promise.resolve({
+        status: 200,
+        headers: [],
+        body: new TextEncoder().encode(req.address),
+      });
+    },
+    release: (address) => void closed.push(address),
+    close: () => {
+      closed.push("*");
+      return Promise.resolve();
+    },
+  };
+  const probeFetch = () => Promise.resolve(new Response(null, { status: 200 }));
+  return { calls, closed, opts: { userAgent: "spooky/test", transport, probeFetch } };
+}
+
+function get(path: string): IncomingRequest {
+  return {
+    head: { method: "GET", scheme: "https", authority: "edge.example", path, fields: [] },
+    body: null,
+    remote: { hostname: "192.0.2.1", port: 40000 },
+    signal: new AbortController().signal,
+  };
+}
+
+Deno.test("ProxyRuntime: backends() lists every backend of every pool, healthy at first", () => {
+  const runtime = new ProxyRuntime(config(), fakes().opts);
+  assert.deepEqual(runtime.backends().map((b) => [b.pool, b.id, b.weight, b.health, b.enabled]), [
+    ["api", "a1", 100, "healthy", true],
+    ["api", "a2", 50, "healthy", true],
+    ["web", "w1", 100, "healthy", true],
+  ]);
+  assert.ok(runtime.backends().every((b) => !b.ejected && b.configuredWeight === b.weight));
+  assert.deepEqual(runtime.poolsWithoutHealthyBackend(), []);
+});
+
+Deno.test("ProxyRuntime: the handler routes through one pooled client per address and times requests", async () => {
+  const { calls, opts } = fakes();
+  const runtime = new ProxyRuntime(config(), opts);
+  const res = await runtime.handler(get("/index.html"));
+  assert.equal(res.status, 200);
+  await runtime.handler(get("/about"));
+  assert.deepEqual(calls, ["127.0.0.1:9001", "127.0.0.1:9001"]);
+  assert.equal(runtime.metrics.latency.snapshot().count, 2);
+  const view = runtime.metricsView({
+    version: "t",
+    uptimeSeconds: 1,
+    startTimeSeconds: 0,
+    residentBytes: 0,
+  });
+  assert.equal(view.backends.find((b) => b.id === "w1")?.picks, 2);
+  assert.equal(view.backends.length, 3);
+  await runtime.stop();
+});
+
+Deno.test("ProxyRuntime: a disabled backend gets no traffic; a pool with none left answers 503", async () => {
+  const { calls, opts } = fakes();
+  const runtime = new ProxyRuntime(config(), opts);
+  assert.equal(runtime.setEnabled("nope", false), false);
+  assert.equal(runtime.setEnabled("a1", false), true);
+  for (let i = 0; i < 4; i++) assert.equal((await runtime.handler(get("/api/x"))).status, 200);
+  assert.deepEqual(new Set(calls), new Set(["127.0.0.1:8002"]));
+  runtime.setEnabled("a2", false);
+  assert.deepEqual(runtime.poolsWithoutHealthyBackend(), ["api"]);
+  assert.equal((await runtime.handler(get("/api/x"))).status, 503);
+  runtime.setEnabled("a1", true);
+  assert.deepEqual(runtime.poolsWithoutHealthyBackend(), []);
+  assert.equal(runtime.backends().find((b) => b.id === "a2")?.enabled, false);
+});
+
+Deno.test("ProxyRuntime: setWeight overrides the configured weight; 0 drains the backend", async () => {
+  const { calls, opts } = fakes();
+  const runtime = new ProxyRuntime(config(), opts);
+  assert.equal(runtime.setWeight("nope", 1), false);
+  assert.equal(runtime.setWeight("a1", 0), true);
+  const a1 = runtime.backends().find((b) => b.id === "a1")!;
+  assert.deepEqual([a1.weight, a1.configuredWeight], [0, 100]);
+  for (let i = 0; i < 4; i++) await runtime.handler(get("/api/x"));
+  assert.deepEqual(new Set(calls), new Set(["127.0.0.1:8002"]));
+  runtime.setWeight("a2", 0);
+  assert.deepEqual(runtime.poolsWithoutHealthyBackend(), ["api"]);
+});
+
+Deno.test("ProxyRuntime: reload swaps routes, names restart-only changes, drops stale overrides", async () => {
+  const { calls, closed, opts } = fakes();
+  const runtime = new ProxyRuntime(config(), opts);
+  runtime.setWeight("a1", 7);
+  runtime.setEnabled("w1", false);
+  await runtime.handler(get("/api/x"));
+  const next = config({ limits: { drain_timeout_ms: 1 } }, {
+    api: { route: { path_prefix: "/" }, backends: [{ id: "a1", address: "127.0.0.1:8003" }] },
+  });
+  assert.deepEqual(await runtime.reload(next), ["limits"]);
+  assert.equal(runtime.config, next);
+  assert.deepEqual(runtime.backends().map((b) => [b.id, b.weight, b.enabled]), [["a1", 7, true]]);
+  calls.length = 0;
+  assert.equal((await runtime.handler(get("/api/x"))).status, 200);
+  assert.deepEqual(calls, ["127.0.0.1:8003"]);
+  // Clients of addresses the new configuration no longer uses close once idle.
+  await new Promise((r) => setTimeout(r, 0));
+  assert.ok(closed.some((a) => a === "127.0.0.1:8001" || a === "127.0.0.1:8002"));
+  assert.ok(!closed.includes("127.0.0.1:8003"));
+  await runtime.stop();
+  assert.equal(closed.at(-1), "*", "stop() closes the transport, and with it every connection");
+});
+
+Deno.test("ProxyRuntime: listener, admin and passive-health changes need a restart", async () => {
+  const runtime = new ProxyRuntime(config(), fakes().opts);
+  const next = config({
+    listen: { protocol: "http3", port: 9999, tls: { cert: "cert.pem", key: "key.pem" } },
+    admin: { port: 9890 },
+    passive_health: { enabled: false },
+  });
+  assert.deepEqual(await runtime.reload(next), [
+    "listen.address/listen.port",
+    "admin",
+    "passive_health",
+  ]);
+  await runtime.stop();
+});

@@ -1,0 +1,28 @@
+/**
+ * The HTTP/3 server: QUIC connections in, {@link IncomingRequest}s to a
+ * {@link RequestHandler}, responses back as HEADERS and DATA frames; plus the
+ * TCP+TLS fallback (HTTP/2, HTTP/1.1) that advertises HTTP/3 with Alt-Svc.
+ *
+ * @example
+ * ```ts
+ * import { H3Server, type RequestHandler } from "./mod.ts";
+ * import { listenQuic } from "../quic/deno_transport.ts";
+ *
+ * const handler: RequestHandler = async () => ({ status: 200, headers: [], body: null });
+ * const server = new H3Server(listenQuic({ hostname: "::", port: 9889, cert, key }), { handler });
+ * server.start();
+ * await server.shutdown(10_000);
+ * ```
+ *
+ * @module
+ */
+
+export { type ConnectionInfo, H3Server, type H3ServerOptions } from "./server.ts";
+export { type ConnectionHooks, type ConnectionOptions, H3Connection } from "./connection.ts";
+export { tcpFallbackHandler } from "./tcp_fallback.ts";
+export type { IncomingRequest, OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
+export type { StreamContext } from "./request_stream.ts";
+export { errorResponse } from "./error_response.ts";
+export { RequestBodyTooLarge, RequestIdleTimeout, ResponseIdleTimeout } from "./body_io.ts";
+export type { RequestHead } from "../h3/mod.ts";
+export type { PeerAddr } from "../quic/transport.ts";

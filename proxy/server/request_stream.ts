@@ -1,0 +1,360 @@
+/**
+ * One HTTP/3 request stream (RFC 9114 §4.1): its frames decoded in order,
+ * the header section decoded by QPACK (a blocked section waits, bounded by
+ * the request idle timeout), validated, handed to the application with its
+ * body streaming, and the answer written back as HEADERS and DATA.
+ *
+ * @example
+ * ```ts
+ * // Called by H3Connection for each bidirectional stream the client opens.
+ * await serveRequest(stream, streamId, context, new AbortController());
+ * ```
+ *
+ * @module
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { deadline } from "../../shared/deadline.ts";
+import {
+  BodyLengthTracker,
+  concatBytes,
+  encodeFrameHeader,
+  FrameType,
+  H3Code,
+  H3Error,
+  HOP_BY_HOP,
+  MalformedMessageError,
+  type RequestEvent,
+  type RequestHead,
+  RequestStreamParser,
+  responseHasNoBody,
+  validateRequestFields,
+  validateTrailerFields,
+} from "../h3/mod.ts";
+import type { BidiStream, PeerAddr } from "../quic/transport.ts";
+import { chunkReader, pipeBody, RequestBodyTooLarge, RequestIdleTimeout } from "./body_io.ts";
+import { errorResponse } from "./error_response.ts";
+import type { ConnectionOptions, IncomingRequest, OutgoingResponse } from "./types.ts";
+
+const log = getLogger(["proxy", "server"]);
+
+/** What a request stream needs from its connection. */
+export interface StreamContext {
+  /** The connection's limits and application. */
+  readonly opts: ConnectionOptions;
+  /** The client's address. */
+  readonly remote: PeerAddr;
+  /** Whether the connection has closed. */
+  readonly closed: boolean;
+  /** Decodes a header section: the fields, or a promise when QPACK blocks it (RFC 9204 §2.1.2). */
+  decodeHeaders(
+    streamId: number,
+    block: Uint8Array,
+  ): Array<[string, string]> | Promise<Array<[string, string]>>;
+  /** Forgets a blocked section of a stream that is done (Stream Cancellation, RFC 9204 §4.4.2). */
+  cancelBlocked(streamId: number): void;
+  /** QPACK-encodes a field section. */
+  encodeSection(fields: Array<[string, string]>): Uint8Array;
+}
+
+/**
+ * Methods that almost never carry content: without a content-length, the
+ * server waits for the stream's next event to tell "no body" from a body.
+ * (Not for other methods: a client may wait for the response before it
+ * sends its body, and must not be made to wait for us.)
+ */
+const PEEK_METHODS = new Set(["GET", "HEAD", "OPTIONS", "DELETE"]);
+
+/** Whether whisper (trace) logging is on: byte counts and hex dumps of what arrives. */
+const whisper = () => log.isEnabledFor("trace");
+
+function dump(streamId: number, bytes: Uint8Array): void {
+  const head = [...bytes.subarray(0, 32)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+  log.trace("stream {id}: received {n} bytes: {hex}{more}", {
+    id: streamId,
+    n: bytes.length,
+    hex: head,
+    more: bytes.length > 32 ? " ..." : "",
+  });
+}
+
+/**
+ * Serves one request stream to its end. `abort` is the request's: the
+ * connection aborts it when it closes, and it is aborted here when the
+ * client stops reading. Rejects only with a connection-level {@link H3Error}.
+ */
+export async function serveRequest(
+  stream: BidiStream,
+  streamId: number,
+  ctx: StreamContext,
+  abort: AbortController,
+): Promise<void> {
+  const started = performance.now();
+  const opts = ctx.opts;
+  const reader = chunkReader(stream.readable);
+  const writer = stream.writable.getWriter();
+  const parser = new RequestStreamParser({
+    maxFrameSize: Math.max(opts.maxFieldSectionSize + 1024, 16384),
+  });
+  const trace = whisper();
+  const queue: RequestEvent[] = [];
+  let readDone = false;
+  writer.closed.catch((err) => {
+    if (trace) {
+      log.trace("stream {id}: send side closed: {error}", { id: streamId, error: String(err) });
+    }
+    abort.abort(new Error("client stopped reading"));
+  });
+
+  const idleMs = opts.requestIdleTimeoutMs ?? 30_000;
+  const nextEvent = async (): Promise<RequestEvent> => {
+    while (queue.length === 0) {
+      if (readDone) return { type: "end" };
+      const r = await deadline(reader.read(), idleMs, () => new RequestIdleTimeout(idleMs));
+      if (r.done) {
+        readDone = true;
+        queue.push(...parser.end());
+      } else {
+        if (trace) dump(streamId, r.value);
+        queue.push(...parser.push(r.value));
+      }
+    }
+    return queue.shift()!;
+  };
+  const decode = (block: Uint8Array) => {
+    const fields = ctx.decodeHeaders(streamId, block);
+    // A section QPACK blocks waits for the encoder stream no longer than any other part.
+    return Array.isArray(fields)
+      ? fields
+      : deadline(fields, idleMs, () => new RequestIdleTimeout(idleMs));
+  };
+
+  let response: OutgoingResponse;
+  let head: RequestHead | undefined;
+  const bodyFailure: { error?: unknown } = {};
+  try {
+    const first = await nextEvent();
+    if (first.type !== "headers") {
+      throw new H3Error(H3Code.REQUEST_INCOMPLETE, "stream", "request without HEADERS");
+    }
+    head = validateRequestFields(await decode(first.block));
+    const declared = head.contentLength;
+    if (declared !== undefined && declared > opts.maxRequestBodyBytes) {
+      response = errorResponse(413, "payload_too_large", "request body exceeds the limit");
+    } else {
+      // Peek at what is already buffered: a request whose stream ended with its
+      // HEADERS has no body.
+      let ended = declared === 0 || (readDone && queue.every((e) => e.type === "end"));
+      if (!ended && declared === undefined && PEEK_METHODS.has(head.method)) {
+        // A GET's FIN often follows its HEADERS a moment later: wait for it
+        // rather than forward an empty streamed body. A GET that does carry
+        // content is forwarded with it (nothing is dropped silently).
+        const ev = await nextEvent();
+        if (ev.type === "end") ended = true;
+        else queue.unshift(ev);
+      }
+      const body = ended
+        ? null
+        : requestBody(nextEvent, decode, declared, opts.maxRequestBodyBytes, bodyFailure, abort);
+      const req: IncomingRequest = { head, body, remote: ctx.remote, signal: abort.signal };
+      try {
+        response = await opts.handler(req);
+      } catch (err) {
+        // A failure of the client's own body is reported below, not as a bug.
+        if (bodyFailure.error === undefined) {
+          log.error("handler failed: {error}", { error: String(err) });
+        }
+        response = errorResponse(500, "internal_error", "internal proxy error");
+      }
+      // A failure of the client's own body outranks what the backend said.
+      if (bodyFailure.error !== undefined) throw bodyFailure.error;
+    }
+  } catch (err) {
+    if (err instanceof RequestBodyTooLarge) {
+      response = errorResponse(413, "payload_too_large", err.message);
+    } else if (err instanceof RequestIdleTimeout) {
+      response = errorResponse(408, "request_timeout", err.message);
+    } else if (err instanceof MalformedMessageError) {
+      response = errorResponse(400, "bad_request", err.message);
+    } else if (err instanceof H3Error && err.scope === "stream") {
+      if (err.code === H3Code.EXCESSIVE_LOAD) {
+        response = errorResponse(431, "headers_too_large", "header list exceeds the limit");
+      } else if (err.code === H3Code.REQUEST_CANCELLED || ctx.closed) {
+        abandon(reader, writer);
+        finish(ctx, streamId, head, started, 499, 0, undefined, "aborted");
+        return;
+      } else {
+        response = errorResponse(400, "bad_request", err.message);
+      }
+    } else if (err instanceof H3Error) {
+      abandon(reader, writer);
+      throw err; // connection error
+    } else {
+      // the client reset the stream or the connection went away
+      if (trace) log.trace("stream {id}: abandoned: {error}", { id: streamId, error: String(err) });
+      abandon(reader, writer);
+      finish(ctx, streamId, head, started, 499, 0, undefined, "aborted");
+      return;
+    }
+  } finally {
+    ctx.cancelBlocked(streamId);
+  }
+
+  if (trace) log.trace("stream {id}: response {status}", { id: streamId, status: response.status });
+  const written = await writeResponse(
+    ctx,
+    writer,
+    response,
+    head?.method ?? "",
+    abort.signal,
+    idleMs,
+  );
+  // Whatever of the request the application did not read (a body it did not
+  // want, a GET's late FIN or stray DATA) is not wanted: stop receiving it.
+  if (!readDone) reader.cancel().catch(() => {});
+  finish(ctx, streamId, head, started, response.status, written.bytes, response, written.outcome);
+}
+
+function finish(
+  ctx: StreamContext,
+  streamId: number,
+  head: RequestHead | undefined,
+  started: number,
+  status: number,
+  bytes: number,
+  response: OutgoingResponse | undefined,
+  outcome: "complete" | "broken" | "aborted",
+): void {
+  const done = ctx.opts.hooks?.requestDone;
+  if (done === undefined || head === undefined) return;
+  done({
+    streamId,
+    remote: ctx.remote,
+    method: head.method,
+    authority: head.authority,
+    path: head.path ?? "",
+    status,
+    bytes,
+    durationMs: performance.now() - started,
+    backend: response?.backend,
+    upstreamMs: response?.upstreamMs,
+    outcome,
+  });
+}
+
+function abandon(
+  reader: { cancel(reason?: unknown): Promise<void> },
+  writer: WritableStreamDefaultWriter<Uint8Array>,
+): void {
+  reader.cancel().catch(() => {});
+  writer.close().catch(() => {});
+}
+
+/** The request body as a pull-driven stream: each pull reads the QUIC stream once more. */
+function requestBody(
+  nextEvent: () => Promise<RequestEvent>,
+  decode: (block: Uint8Array) => Array<[string, string]> | Promise<Array<[string, string]>>,
+  declared: number | undefined,
+  limit: number,
+  failure: { error?: unknown },
+  abort: AbortController,
+): ReadableStream<Uint8Array> {
+  const tracker = new BodyLengthTracker(declared);
+  let received = 0;
+  const pullOnce = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    for (;;) {
+      const ev = await nextEvent();
+      if (ev.type === "data") {
+        if (ev.chunk.length === 0) continue;
+        received += ev.chunk.length;
+        if (received > limit) throw new RequestBodyTooLarge();
+        tracker.add(ev.chunk.length);
+        controller.enqueue(ev.chunk);
+        return;
+      }
+      if (ev.type === "headers") {
+        // Trailers: decoded to keep QPACK state right, validated, not forwarded.
+        validateTrailerFields(await decode(ev.block));
+        continue;
+      }
+      tracker.finish();
+      controller.close();
+      return;
+    }
+  };
+  return new ReadableStream<Uint8Array>({
+    pull: async (controller) => {
+      try {
+        await pullOnce(controller);
+      } catch (err) {
+        failure.error ??= err;
+        // The client broke its own body: abort the request first, so the
+        // application sees a client failure and does not blame the backend.
+        abort.abort(err);
+        throw err;
+      }
+    },
+  }, { highWaterMark: 0 });
+}
+
+/** Writes the response; resolves with what was sent and how it ended (never rejects). */
+async function writeResponse(
+  ctx: StreamContext,
+  writer: WritableStreamDefaultWriter<Uint8Array>,
+  res: OutgoingResponse,
+  method: string,
+  signal: AbortSignal,
+  idleMs: number,
+): Promise<{ bytes: number; outcome: "complete" | "broken" | "aborted" }> {
+  const fields: Array<[string, string]> = [[":status", String(res.status)]];
+  for (const [name, value] of res.headers) {
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || lower === "host") continue;
+    fields.push([lower, value]);
+  }
+  const block = ctx.encodeSection(fields);
+  const headers = concatBytes(encodeFrameHeader(FrameType.HEADERS, block.length), block);
+  const noBody = responseHasNoBody(method, res.status);
+  let body = res.body;
+  if (noBody && body instanceof ReadableStream) {
+    body.cancel().catch(() => {});
+    body = null;
+  }
+  let bytes = 0;
+  try {
+    if (body === null || noBody) {
+      await writer.write(headers);
+    } else if (body instanceof Uint8Array) {
+      const dataHeader = encodeFrameHeader(FrameType.DATA, body.length);
+      const out = new Uint8Array(headers.length + dataHeader.length + body.length);
+      out.set(headers, 0);
+      out.set(dataHeader, headers.length);
+      out.set(body, headers.length + dataHeader.length);
+      await writer.write(out);
+      bytes = body.length;
+    } else {
+      await writer.write(headers);
+      const outcome = await pipeBody(writer, body, signal, idleMs);
+      bytes = outcome.bytes;
+      if (outcome.kind === "broken") {
+        // The upstream body broke or stalled mid-way. A clean FIN would make
+        // the response look complete, so end it with a trailer section holding
+        // a pseudo-header: a malformed response the client must reject
+        // (RFC 9114 §4.1.2, §4.3).
+        log.debug("response body cut: {error}", { error: String(outcome.error) });
+        const trailer = ctx.encodeSection([[":status", "502"]]);
+        await writer.write(
+          concatBytes(encodeFrameHeader(FrameType.HEADERS, trailer.length), trailer),
+        );
+        await writer.close();
+        return { bytes, outcome: "broken" };
+      }
+    }
+    await writer.close();
+    return { bytes, outcome: "complete" };
+  } catch {
+    // The client went away: nothing more to send.
+    writer.abort().catch(() => {});
+    return { bytes, outcome: "aborted" };
+  }
+}

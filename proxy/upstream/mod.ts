@@ -1,0 +1,43 @@
+/**
+ * The upstream side: forwarding a routed request to a pool's backends
+ * (retry, status mapping, passive-health reports) over an
+ * {@link UpstreamTransport}, in this thread or on worker threads, and the
+ * header translation between HTTP/3 and HTTP/2.
+ *
+ * @example
+ * ```ts
+ * import { createUpstreamTransport } from "./mod.ts";
+ *
+ * const { transport, workers } = createUpstreamTransport("auto");
+ * const res = await transport.exchange({
+ *   address: "127.0.0.1:8080", method: "GET", path: "/", authority: "example.com",
+ *   headers: [], body: null, timeoutMs: 30_000,
+ * });
+ * await transport.close();
+ * ```
+ *
+ * @module
+ */
+
+export {
+  UpstreamError,
+  type UpstreamFailureKind,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./transport.ts";
+export { createHttp2Transport, type Http2TransportOptions } from "./http2_transport.ts";
+export { autoWorkers, createUpstreamTransport } from "./create_transport.ts";
+export {
+  type BackendHealth,
+  createForwarder,
+  describeError,
+  type ForwardDeps,
+  type Forwarder,
+  type PoolTarget,
+} from "./forward.ts";
+export {
+  type ClientContext,
+  downstreamResponseFields,
+  upstreamRequestHeaderList,
+} from "./headers.ts";

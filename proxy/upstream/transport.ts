@@ -1,0 +1,93 @@
+/**
+ * The upstream transport: how one request reaches one backend over HTTP/2
+ * and how its answer comes back. The forwarding rules (candidates, retry,
+ * status mapping, metrics) live in `forward.ts` and know nothing of how the
+ * exchange is carried: in this process (`http2_transport.ts`) or on worker
+ * threads (`worker_transport.ts`). Every implementation passes the shared
+ * conformance suite in `transport_conformance_test.ts`.
+ *
+ * @module
+ */
+
+/** One request to one backend, as the transport must send it: nothing added, nothing dropped. */
+export interface UpstreamRequest {
+  /** The backend's `host:port` (h2c, prior knowledge). */
+  readonly address: string;
+  /** The method, exactly as the client sent it (case kept). */
+  readonly method: string;
+  /** Path and query, exactly as routed (`:path`). */
+  readonly path: string;
+  /** `:authority` to send, or `undefined` to send none. */
+  readonly authority: string | undefined;
+  /** Regular fields (lowercase names, no pseudo-headers, no connection-specific fields). */
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  /** The body: bytes sent whole, a stream sent with backpressure, or none (END_STREAM with HEADERS). */
+  readonly body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /**
+   * `request_timeout_ms`: the longest wait on the backend, either for it to
+   * take more of the request body or, once the body is sent, for its response
+   * head. A backend that stalls longer fails the exchange with kind `timeout`.
+   */
+  readonly timeoutMs: number;
+  /** Aborted when the client goes away: the exchange is cancelled (RST_STREAM CANCEL) and rejects with kind `aborted`. */
+  readonly signal?: AbortSignal;
+}
+
+/** The backend's answer. */
+export interface UpstreamResponse {
+  /** `:status`. */
+  status: number;
+  /** Regular fields as received (lowercase), in order, repeated names kept. */
+  headers: Array<[string, string]>;
+  /**
+   * The body: whole bytes when it was small and complete before the head was
+   * handed over (one write downstream), else a stream that errors if the
+   * backend's body breaks, or `null` when there is none.
+   */
+  body: Uint8Array | ReadableStream<Uint8Array> | null;
+}
+
+/**
+ * Why an exchange failed. Only `connect`, `reset`, `protocol` and `timeout`
+ * are the backend's fault (they count for passive health); `connect` means
+ * nothing reached the backend, so another backend may be tried.
+ */
+export type UpstreamFailureKind =
+  | "connect"
+  | "reset"
+  | "protocol"
+  | "timeout"
+  | "aborted"
+  | "local";
+
+/** A failed exchange, with its kind and the underlying cause. */
+export class UpstreamError extends Error {
+  /** Why it failed. */
+  readonly kind: UpstreamFailureKind;
+
+  /** A failure of `kind`; `cause` is the underlying error. */
+  constructor(kind: UpstreamFailureKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "UpstreamError";
+    this.kind = kind;
+  }
+
+  /** Whether the backend itself failed (counts for passive health and backend error metrics). */
+  get backendFault(): boolean {
+    return this.kind === "connect" || this.kind === "reset" || this.kind === "protocol" ||
+      this.kind === "timeout";
+  }
+}
+
+/** Carries exchanges to backends; keeps one pooled HTTP/2 connection per backend address. */
+export interface UpstreamTransport {
+  /**
+   * Sends the request and resolves with the response head (and body).
+   * Rejects only with an {@link UpstreamError}.
+   */
+  exchange(req: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Closes the pooled connection of an address no longer configured (in-flight exchanges finish). */
+  release(address: string): void;
+  /** Closes every connection (and worker); pending exchanges fail with kind `aborted`. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,41 @@
+/**
+ * Pieces used by both the proxy and the payments API: logging setup, byte
+ * helpers, deadlines, constant-time comparison, statistics for the
+ * benchmarks, the product version, and the development certificates
+ * (`certs/`). The payments wire schemas (`payments_schemas.ts`) are imported
+ * directly by the payments API and its clients.
+ *
+ * @example
+ * ```ts
+ * import { settledWithin, setupLogging, VERSION } from "./mod.ts";
+ *
+ * await setupLogging({ service: "spooky", level: "ghost" });
+ * const drained = await settledWithin(server.finished, 10_000);
+ * ```
+ *
+ * @module
+ */
+
+export { concatBytes, readUpTo } from "./bytes.ts";
+export { constantTimeEqual } from "./constant_time.ts";
+export { deadline, type IdleWatch, idleWatch, settledWithin } from "./deadline.ts";
+export {
+  DEFAULT_LOG_FILE,
+  formatLine,
+  LEVEL_NAMES,
+  type LevelOrOff,
+  LogConfigError,
+  type LoggingOptions,
+  lookupLevel,
+  parseLevel,
+  parseRustLog,
+  redactedFormatLine,
+  REDACTION_PATTERNS,
+  resolveLogFilePath,
+  type RustLogSpec,
+  setupLogging,
+  teardownLogging,
+} from "./logging.ts";
+export { median, quantile } from "./stats.ts";
+export { PRODUCT, USER_AGENT, VERSION } from "./version.ts";
+export * as certs from "./certs/mod.ts";
