@@ -189,6 +189,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       maxConnections: config.limits.max_connections,
       maxPerAddress: config.limits.max_connections_per_address,
     },
+    onRejected: (reason) => metrics.recordRejected(reason),
   });
   const server = new H3Server(transport, {
     handler: runtime.handler,

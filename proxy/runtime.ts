@@ -299,6 +299,7 @@ export class ProxyRuntime {
       })),
       latency: this.metrics.latency.snapshot(),
       activeConnections: this.metrics.activeConnections,
+      rejectedConnections: this.metrics.rejectedConnections,
       activeStreams: this.metrics.activeStreams,
     };
   }

@@ -106,9 +106,16 @@ export class ProxyMetrics {
   activeConnections = 0;
   /** Requests being served. */
   activeStreams = 0;
+  /** Connections turned away by the admission limits, by reason (`handshake_timeout`, `per_address`, …). */
+  readonly rejectedConnections = new Map<string, number>();
   /** Time from request to response headers, in seconds. */
   readonly latency = new Histogram();
   readonly #picks = new Map<string, number>();
+
+  /** Counts a connection turned away by the admission limits. */
+  recordRejected(reason: string): void {
+    this.rejectedConnections.set(reason, (this.rejectedConnections.get(reason) ?? 0) + 1);
+  }
 
   /** Counts a load-balancer pick of a backend. */
   recordPick(id: string): void {

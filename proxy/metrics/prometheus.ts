@@ -26,6 +26,8 @@ export interface MetricsView {
   latency: HistogramSnapshot;
   activeConnections: number;
   activeStreams: number;
+  /** Connections turned away by the admission limits, by reason. */
+  rejectedConnections?: ReadonlyMap<string, number>;
   version: string;
   uptimeSeconds: number;
   startTimeSeconds: number;
@@ -81,6 +83,10 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   },
   active_connections: { type: "gauge", help: "Open QUIC connections." },
   active_streams: { type: "gauge", help: "Requests being served." },
+  connections_rejected_total: {
+    type: "counter",
+    help: "Connections turned away by the admission limits, by reason.",
+  },
   uptime_seconds: { type: "gauge", help: "Seconds since the proxy started." },
   build_info: { type: "gauge", help: "Build information; the value is always 1." },
 };
@@ -167,6 +173,10 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
 
   out.push(`${family("active_connections")} ${num(view.activeConnections)}`);
   out.push(`${family("active_streams")} ${num(view.activeStreams)}`);
+  const rejected = family("connections_rejected_total");
+  for (const reason of ["handshakes", "connections", "per_address", "handshake_timeout"]) {
+    out.push(`${rejected}{reason="${reason}"} ${num(view.rejectedConnections?.get(reason) ?? 0)}`);
+  }
   out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);
   out.push(`${family("build_info")}{version="${escapeLabel(view.version)}"} 1`);
   out.push(`${family("process_resident_memory_bytes")} ${num(view.residentBytes)}`);

@@ -11,7 +11,8 @@
  *   backslash: servers differ on whether they separate segments;
  * - `#`: a fragment is never sent (RFC 9110 §7.1), so it cannot be part of a target;
  * - spaces, control characters, non-ASCII octets and the printable
- *   characters a URI never holds (`" < > \ ^ ` + "`" + ` { | }`): not allowed in a URI
+ *   characters a URI never holds (`"`, `<`, `>`, `^`, the backtick, `{`, `|`,
+ *   `}`): not allowed in a URI
  *   (RFC 3986 §2), rewritten or refused differently by different stacks (an
  *   HTTP/2 backend may even answer them with a stream error);
  * - a `%` not followed by two hex digits (RFC 3986 §2.1).

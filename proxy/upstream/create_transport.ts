@@ -13,6 +13,7 @@
 
 import { createHttp2Transport } from "./http2_transport.ts";
 import type { UpstreamTransport } from "./transport.ts";
+import { createWorkerTransport } from "./worker_transport.ts";
 
 /** How many workers `auto` means on this machine. */
 export function autoWorkers(cores: number = navigator.hardwareConcurrency ?? 1): number {
@@ -25,6 +26,5 @@ export function createUpstreamTransport(
 ): { transport: UpstreamTransport; workers: number } {
   const workers = setting === "auto" ? autoWorkers() : setting;
   if (workers === 0) return { transport: createHttp2Transport(), workers };
-  // PENDING worker transport: in process until worker_transport.ts lands.
-  return { transport: createHttp2Transport(), workers: 0 };
+  return { transport: createWorkerTransport({ workers }), workers };
 }

@@ -35,6 +35,9 @@ const LATE_HEAD_MS = 50;
  */
 export const SESSION_IDLE_MS = 30_000;
 
+/** Whole request bodies larger than this are written in pieces of this size. */
+const WRITE_PIECE = 16 * 1024;
+
 /** Response body bytes buffered ahead of the reader before the backend is paused. */
 const RESPONSE_HIGH_WATER = 256 * 1024;
 
@@ -124,6 +127,8 @@ function responseFields(headers: http2.IncomingHttpHeaders): Array<[string, stri
 export function createHttp2Transport(opts: Http2TransportOptions = {}): UpstreamTransport {
   const connect = opts.connect ?? ((authority: string) => http2.connect(`http://${authority}`));
   const pool = new Map<string, Pooled>();
+  /** Fails each exchange still open (for close()). */
+  const live = new Set<() => void>();
   let closed = false;
 
   const session = (address: string): Pooled => {
@@ -208,15 +213,18 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     // "end") before its "response": keep them until the head is known.
     let early: Uint8Array[] | null = [];
     let earlyEnd = false;
+    let declaredLength = -1;
     const settledWhole = (body: Uint8Array | ReadableStream<Uint8Array> | null) => {
       if (settled || head === null) return;
       settled = true;
       resolve({ status: head.status, headers: head.headers, body });
     };
-    const finish = () => {
-      watch.cancel();
-      req.signal?.removeEventListener("abort", onAbort);
-    };
+    // The head (and a whole body) is in: the timeout is done. The abort
+    // listener stays until the stream closes: a client that leaves while the
+    // body streams cancels the backend's stream too.
+    const finish = () => watch.cancel();
+    const onTransportClose = () => fail(new UpstreamError("aborted", "upstream transport closed"));
+    live.add(onTransportClose);
 
     stream.on("error", (err: unknown) => {
       const kind = classify(err, pooled);
@@ -242,6 +250,8 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       }
     };
     stream.on("close", () => {
+      live.delete(onTransportClose);
+      req.signal?.removeEventListener("abort", onAbort);
       const p = pooled!;
       if (--p.active === 0) {
         if (p.released) {
@@ -262,6 +272,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       head = { status, headers: responseFields(h) };
       watch.touch();
       const declared = h["content-length"] === undefined ? -1 : Number(h["content-length"]);
+      declaredLength = declared;
       const before = early ?? [];
       early = null;
       if (req.method === "HEAD" || statusHasNoBody(status) || declared === 0) {
@@ -316,11 +327,19 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
         earlyEnd = true;
         return;
       }
+      // Deno 2.9.6 ends a stream the backend reset mid-body with "end" (and
+      // rstCode set) rather than an error: the close handler fails it.
+      if (stream.rstCode !== undefined && stream.rstCode !== 0) return;
       if (collected !== null) {
         const parts = collected;
         collected = null;
         finish();
-        settledWhole(parts.length === 1 ? parts[0] : concat(parts));
+        const body = parts.length === 1 ? parts[0] : concat(parts);
+        if (head !== null && body.length !== declaredLength) {
+          fail(new UpstreamError("protocol", "response body shorter than its content-length"));
+          return;
+        }
+        settledWhole(body);
       } else if (bodyController !== null) {
         bodyController.close();
         bodyController = null;
@@ -328,10 +347,13 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     };
     stream.on("end", onEnd);
 
-    if (req.body instanceof Uint8Array) {
+    if (req.body instanceof Uint8Array && req.body.length <= WRITE_PIECE) {
       stream.end(req.body);
     } else if (req.body !== null) {
-      pumpBody(req.body, stream, () => watch.touch()).catch((err) => {
+      // A larger whole body goes in pieces: Deno 2.9.6 never frees a buffer
+      // handed to end() whose stream is cancelled before it was sent.
+      const source = req.body instanceof Uint8Array ? pieces(req.body) : req.body;
+      pumpBody(source, stream, () => watch.touch()).catch((err) => {
         if (err instanceof UpstreamError) fail(err);
         else fail(new UpstreamError("aborted", "client request body failed", { cause: err }));
       });
@@ -350,6 +372,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     },
     close() {
       closed = true;
+      for (const abort of [...live]) abort();
       const all = [...pool.values()];
       pool.clear();
       for (const p of all) p.idle?.cancel();
@@ -368,6 +391,18 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       ).then(() => {});
     },
   };
+}
+
+/** A whole body as a stream of {@link WRITE_PIECE}-byte views (no copy). */
+function pieces(body: Uint8Array): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (at >= body.length) return c.close();
+      c.enqueue(body.subarray(at, at + WRITE_PIECE));
+      at += WRITE_PIECE;
+    },
+  }, { highWaterMark: 0 });
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

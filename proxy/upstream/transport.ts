@@ -29,7 +29,11 @@ export interface UpstreamRequest {
    * head. A backend that stalls longer fails the exchange with kind `timeout`.
    */
   readonly timeoutMs: number;
-  /** Aborted when the client goes away: the exchange is cancelled (RST_STREAM CANCEL) and rejects with kind `aborted`. */
+  /**
+   * Aborted when the client goes away: the exchange is cancelled (RST_STREAM
+   * CANCEL). Before the response head it rejects with kind `aborted`; after
+   * it, the response body stream errors with kind `aborted`.
+   */
   readonly signal?: AbortSignal;
 }
 

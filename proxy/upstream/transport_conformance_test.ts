@@ -1,0 +1,424 @@
+/**
+ * Conformance suite run against every {@link UpstreamTransport} (DESIGN §5.4):
+ * the in-process `node:http2` transport and the worker transport with one
+ * and two workers, each against a real loopback h2c backend.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { gzipSync } from "node:zlib";
+import {
+  countingSink,
+  drainCounting,
+  generatedBody,
+  patternSource,
+  readAll,
+  refusedAddress,
+  startBackend,
+  type TestBackend,
+} from "./_test_backend.ts";
+import { failure, jsMiB, MiB, request, rssMiB, text } from "./_test_util.ts";
+import { createHttp2Transport } from "./http2_transport.ts";
+import { UpstreamError, type UpstreamTransport } from "./transport.ts";
+import { createWorkerTransport } from "./worker_transport.ts";
+
+interface Subject {
+  readonly name: string;
+  readonly make: () => UpstreamTransport;
+}
+
+const SUBJECTS: readonly Subject[] = [
+  { name: "http2 (in process)", make: () => createHttp2Transport() },
+  { name: "worker (1)", make: () => createWorkerTransport({ workers: 1 }) },
+  { name: "worker (2)", make: () => createWorkerTransport({ workers: 2 }) },
+];
+
+const TIMEOUT_MS = 300;
+/** The timeout may fire up to a quarter late (shared sweeper), plus scheduling slack. */
+const TIMEOUT_LATEST_MS = TIMEOUT_MS * 1.25 + 250;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Runs `body` with a fresh backend and transport, closing both after. */
+function suite(s: Subject, name: string, body: (t: UpstreamTransport, b: TestBackend) => unknown) {
+  Deno.test({
+    name: `${s.name}: ${name}`,
+    // node:http2 sockets and the shared timeout sweeper outlive a single test.
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const backend = await startBackend();
+      const transport = s.make();
+      try {
+        // Warm up (worker start, first connection), so timings measure exchanges only.
+        const warm = await transport.exchange({
+          address: backend.address,
+          method: "GET",
+          path: "/__warm-up",
+          authority: undefined,
+          headers: [],
+          body: null,
+          timeoutMs: 10_000,
+        });
+        assert.equal(warm.status, 404);
+        backend.seen.length = 0;
+        await body(transport, backend);
+      } finally {
+        await transport.close();
+        await backend.close();
+      }
+    },
+  });
+}
+
+const echoHead = (stream: http2.ServerHttp2Stream, raw: readonly string[]) => {
+  const payload = enc.encode(JSON.stringify(raw));
+  stream.respond({ ":status": 200, "content-length": payload.byteLength });
+  stream.end(payload);
+};
+
+for (const s of SUBJECTS) {
+  suite(s, "method, path, authority and fields forwarded exactly, nothing added", async (t, b) => {
+    b.route("/", (stream, seen) => echoHead(stream, seen.raw));
+    const fields: Array<[string, string]> = [
+      ["x-one", "1"],
+      ["x-rep", "a"],
+      ["x-rep", "b"],
+      ["cookie", "c=1; d=2"],
+    ];
+    for (const method of ["PROPFIND", "get", "GET", "DELETE"]) {
+      const res = await t.exchange(request(b, {
+        method,
+        path: "/a/b%20c?q=1&r",
+        authority: "example.test:8443",
+        headers: fields,
+      }));
+      assert.equal(res.status, 200);
+      const raw: string[] = JSON.parse(await text(res));
+      const pseudo = new Map<string, string>();
+      const regular: string[][] = [];
+      for (let i = 0; i < raw.length; i += 2) {
+        if (raw[i].startsWith(":")) pseudo.set(raw[i], raw[i + 1]);
+        else regular.push([raw[i], raw[i + 1]]);
+      }
+      assert.deepEqual(Object.fromEntries(pseudo), {
+        ":method": method,
+        ":path": "/a/b%20c?q=1&r",
+        ":scheme": "http",
+        ":authority": "example.test:8443",
+      });
+      assert.deepEqual(regular, fields, `${method}: regular fields, in order, nothing added`);
+    }
+    // No authority: none sent (an HTTP/1.1-style origin-form request keeps its `host` field).
+    const bare = await t.exchange(
+      request(b, { authority: undefined, headers: [["host", "h.test"]] }),
+    );
+    const raw: string[] = JSON.parse(await text(bare));
+    assert.ok(!raw.includes(":authority"), `sent ${raw}`);
+    assert.equal(raw[raw.indexOf("host") + 1], "h.test");
+  });
+
+  suite(
+    s,
+    "a gzip body passes through undecoded with its content-encoding and length",
+    async (t, b) => {
+      const plain = enc.encode("hello hello hello hello hello ".repeat(100));
+      const gz = gzipSync(plain);
+      b.route("/gz", (stream, seen) => {
+        assert.ok(seen.raw.includes("accept-encoding"));
+        stream.respond({
+          ":status": 200,
+          "content-encoding": "gzip",
+          "content-length": gz.byteLength,
+          "content-type": "text/plain",
+        });
+        stream.end(gz);
+      });
+      const res = await t.exchange(request(b, {
+        path: "/gz",
+        headers: [["accept-encoding", "gzip"]],
+      }));
+      assert.equal(res.status, 200);
+      assert.ok(res.headers.some(([n, v]) => n === "content-encoding" && v === "gzip"));
+      assert.ok(
+        res.headers.some(([n, v]) => n === "content-length" && v === String(gz.byteLength)),
+      );
+      assert.ok(res.body instanceof Uint8Array, "small complete body comes whole");
+      assert.deepEqual(new Uint8Array(res.body), new Uint8Array(gz));
+    },
+  );
+
+  suite(s, "a GET with a body forwards the body (whole and streamed)", async (t, b) => {
+    b.route("/echo", async (stream) => {
+      const body = await readAll(stream);
+      stream.respond({ ":status": 200, "content-length": body.byteLength });
+      stream.end(body);
+    });
+    const whole = await t.exchange(request(b, { path: "/echo", body: enc.encode("get-body") }));
+    assert.equal(await text(whole), "get-body");
+    const streamed = await t.exchange(request(b, {
+      path: "/echo",
+      body: ReadableStream.from([enc.encode("get-"), enc.encode("stream")]),
+    }));
+    assert.equal(await text(streamed), "get-stream");
+  });
+
+  suite(s, "small complete bodies come whole, large or unsized ones as a stream", async (t, b) => {
+    const big = new Uint8Array(100 * 1024).fill(7);
+    b.route("/small", (stream) => {
+      stream.respond({ ":status": 200, "content-length": 5 });
+      stream.end("small");
+    });
+    b.route("/big", (stream) => {
+      stream.respond({ ":status": 200, "content-length": big.byteLength });
+      stream.end(big);
+    });
+    b.route("/unsized", (stream) => {
+      stream.respond({ ":status": 200 });
+      stream.end("unsized");
+    });
+    b.route("/none", (stream) => {
+      stream.respond({ ":status": 204 });
+      stream.end();
+    });
+    const small = await t.exchange(request(b, { path: "/small" }));
+    assert.ok(small.body instanceof Uint8Array);
+    assert.equal(dec.decode(small.body), "small");
+    const large = await t.exchange(request(b, { path: "/big" }));
+    assert.ok(large.body instanceof ReadableStream);
+    assert.deepEqual(new Uint8Array(await new Response(large.body).arrayBuffer()), big);
+    const unsized = await t.exchange(request(b, { path: "/unsized" }));
+    assert.ok(unsized.body instanceof ReadableStream);
+    assert.equal(await text(unsized), "unsized");
+    const none = await t.exchange(request(b, { path: "/none" }));
+    assert.equal(none.status, 204);
+    assert.equal(none.body, null);
+  });
+
+  suite(
+    s,
+    "64 MiB up and 64 MiB down stream with backpressure (RSS growth < 32 MiB)",
+    async (t, b) => {
+      const total = 64 * MiB;
+      b.route("/up", countingSink);
+      b.route("/down", (stream) => patternSource(stream, total));
+      // Warm up (sessions, workers), then take the baseline.
+      await text(
+        await t.exchange(request(b, { path: "/up", method: "POST", body: generatedBody(MiB) })),
+      );
+      const base = rssMiB();
+      let peak = base;
+      const sample = () => void (peak = Math.max(peak, rssMiB()));
+      const timer = setInterval(sample, 200);
+      try {
+        const up = await t.exchange(request(b, {
+          path: "/up",
+          method: "POST",
+          body: generatedBody(total),
+        }));
+        assert.equal(await text(up), `${total} true`);
+        sample();
+        const down = await t.exchange(request(b, { path: "/down" }));
+        assert.ok(down.body instanceof ReadableStream);
+        const got = await drainCounting(down.body);
+        assert.deepEqual(got, { bytes: total, patternOk: true });
+        sample();
+      } finally {
+        clearInterval(timer);
+      }
+      assert.ok(
+        peak - base < 32,
+        `RSS grew by ${(peak - base).toFixed(1)} MiB (from ${base.toFixed(1)})`,
+      );
+    },
+  );
+
+  suite(s, "a backend that never answers fails with `timeout` at timeoutMs", async (t, b) => {
+    b.route("/stall", () => {});
+    const start = performance.now();
+    const err = await failure(t.exchange(request(b, { path: "/stall", timeoutMs: TIMEOUT_MS })));
+    const took = performance.now() - start;
+    assert.equal(err.kind, "timeout");
+    assert.ok(err.backendFault);
+    assert.ok(took >= TIMEOUT_MS - 10 && took <= TIMEOUT_LATEST_MS, `answered after ${took} ms`);
+    assert.equal(await b.seen[0].closed, http2.constants.NGHTTP2_CANCEL);
+  });
+
+  suite(
+    s,
+    "a backend that never reads a 1 MB POST body: `timeout` at timeoutMs, 20 times, RSS flat",
+    async (t, b) => {
+      b.route("/deaf", () => {}); // never reads, never answers
+      b.route("/ok", (stream) => {
+        stream.respond({ ":status": 200, "content-length": 2 });
+        stream.end("ok");
+      });
+      const taken: number[] = [];
+      const once = async (i: number) => {
+        // A fresh buffer each round: a transport that keeps one shows in RSS.
+        const body = i % 2 === 0
+          ? new Uint8Array(MiB).fill(i)
+          : generatedBody(MiB, undefined, (n) => taken.push(n));
+        const start = performance.now();
+        const err = await failure(t.exchange(request(b, {
+          path: "/deaf",
+          method: "POST",
+          body,
+          timeoutMs: TIMEOUT_MS,
+        })));
+        const took = performance.now() - start;
+        assert.equal(err.kind, "timeout", `round ${i}: ${err.message}`);
+        assert.ok(took >= TIMEOUT_MS - 10 && took <= TIMEOUT_LATEST_MS, `round ${i}: ${took} ms`);
+      };
+      await once(0);
+      await once(1);
+      const base = rssMiB();
+      const baseJs = jsMiB();
+      for (let i = 2; i < 20; i++) await once(i);
+      // Every streamed body's source was cancelled, having given only what
+      // flow control let through (window + buffers), never the whole body.
+      assert.equal(taken.length, 10, "every streamed body's source was cancelled");
+      assert.ok(taken.every((n) => n <= 640 * 1024), `bytes taken from the client: ${taken}`);
+      // This thread's live objects and buffers (exact after GC): nothing kept.
+      const grewJs = jsMiB() - baseJs;
+      assert.ok(grewJs < 4, `JS heap + buffers grew by ${grewJs.toFixed(1)} MiB over 18 rounds`);
+      // The process (with any worker, whose garbage this thread cannot collect).
+      const grew = rssMiB() - base;
+      assert.ok(grew < 24, `RSS grew by ${grew.toFixed(1)} MiB over 18 rounds`);
+      // Every stream was cancelled, and the connection still serves.
+      const codes = await Promise.all(b.seen.map((x) => x.closed));
+      assert.ok(codes.every((c) => c === http2.constants.NGHTTP2_CANCEL), `rst codes ${codes}`);
+      assert.equal(await text(await t.exchange(request(b, { path: "/ok" }))), "ok");
+    },
+  );
+
+  suite(
+    s,
+    "client abort: `aborted` at once, the backend sees the stream cancelled",
+    async (t, b) => {
+      b.route("/stall", () => {});
+      const ac = new AbortController();
+      const p = t.exchange(request(b, { path: "/stall", signal: ac.signal }));
+      while (b.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const start = performance.now();
+      ac.abort();
+      const err = await failure(p);
+      assert.equal(err.kind, "aborted");
+      assert.equal(err.backendFault, false);
+      assert.ok(performance.now() - start < 100);
+      assert.equal(await b.seen[0].closed, http2.constants.NGHTTP2_CANCEL);
+      // Already aborted: fails without reaching the backend.
+      const again = await failure(t.exchange(request(b, { path: "/stall", signal: ac.signal })));
+      assert.equal(again.kind, "aborted");
+      assert.equal(b.seen.length, 1);
+    },
+  );
+
+  suite(s, "cancelling the response body: the backend sees CANCEL", async (t, b) => {
+    b.route("/drip", (stream) => {
+      stream.respond({ ":status": 200 });
+      stream.write(new Uint8Array(1024));
+    });
+    const res = await t.exchange(request(b, { path: "/drip" }));
+    assert.ok(res.body instanceof ReadableStream);
+    const reader = res.body.getReader();
+    assert.equal((await reader.read()).value?.byteLength, 1024);
+    await reader.cancel();
+    assert.equal(await b.seen[0].closed, http2.constants.NGHTTP2_CANCEL);
+  });
+
+  suite(s, "a client body that breaks fails the exchange, not the backend", async (t, b) => {
+    b.route("/sink", (stream) => stream.resume()); // reads, never answers
+    let pulls = 0;
+    const broken = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (pulls++ === 0) return c.enqueue(new Uint8Array(1024));
+        while (b.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+        c.error(new Error("client stream broke"));
+      },
+    }, { highWaterMark: 0 });
+    const err = await failure(
+      t.exchange(request(b, { path: "/sink", method: "PUT", body: broken })),
+    );
+    assert.equal(err.backendFault, false, `kind ${err.kind}`);
+    assert.notEqual(await b.seen[0].closed, 0, "the backend's stream is reset, not ended");
+  });
+
+  suite(s, "a refused port fails with `connect`", async (t) => {
+    const err = await failure(t.exchange({
+      address: refusedAddress(),
+      method: "GET",
+      path: "/",
+      authority: "x.test",
+      headers: [],
+      body: null,
+      timeoutMs: 5_000,
+    }));
+    assert.equal(err.kind, "connect");
+    assert.ok(err.backendFault);
+  });
+
+  suite(
+    s,
+    "a backend that resets: before the head `reset`, mid-body the body stream errors",
+    async (t, b) => {
+      b.route("/rst-head", (stream) => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+      b.route("/rst-body", (stream) => {
+        stream.respond({ ":status": 200, "content-length": 10 * MiB });
+        stream.write(new Uint8Array(100 * 1024), () => {
+          setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20);
+        });
+      });
+      const early = await failure(t.exchange(request(b, { path: "/rst-head" })));
+      assert.equal(early.kind, "reset");
+      const res = await t.exchange(request(b, { path: "/rst-body" }));
+      assert.equal(res.status, 200);
+      assert.ok(res.body instanceof ReadableStream);
+      let got = 0;
+      const err = await (async () => {
+        try {
+          for await (const c of res.body as ReadableStream<Uint8Array>) got += c.byteLength;
+        } catch (e) {
+          return e;
+        }
+        assert.fail("the body must not end cleanly");
+      })();
+      assert.ok(err instanceof UpstreamError, `body error ${err}`);
+      assert.equal(err.kind, "reset");
+      assert.ok(got <= 100 * 1024);
+    },
+  );
+
+  suite(
+    s,
+    "release() closes the address's connection; the next exchange reconnects",
+    async (t, b) => {
+      b.route("/", (stream) => {
+        stream.respond({ ":status": 200, "content-length": 2 });
+        stream.end("ok");
+      });
+      assert.equal(await text(await t.exchange(request(b))), "ok");
+      assert.equal(await text(await t.exchange(request(b))), "ok");
+      assert.equal(b.sessions.length, 1, "one pooled session per address");
+      const gone = new Promise((r) => b.sessions[0].once("close", r));
+      t.release(b.address);
+      await gone;
+      assert.equal(await text(await t.exchange(request(b))), "ok");
+      assert.equal(b.sessions.length, 2);
+    },
+  );
+
+  suite(s, "close(): pending exchanges fail `aborted`, later ones too", async (t, b) => {
+    b.route("/stall", () => {});
+    const p = t.exchange(request(b, { path: "/stall" }));
+    while (b.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const closing = t.close();
+    const err = await failure(p);
+    assert.equal(err.kind, "aborted");
+    await closing;
+    const later = await failure(t.exchange(request(b)));
+    assert.equal(later.kind, "aborted");
+  });
+}

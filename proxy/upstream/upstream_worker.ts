@@ -1,0 +1,145 @@
+/**
+ * The upstream worker's entry (started by `worker_transport.ts`): runs the
+ * in-process `createHttp2Transport()` on this thread and carries its
+ * exchanges over the message protocol of `_worker_channel.ts`. Timeouts are
+ * enforced here, by that transport; the main thread keeps no timers.
+ *
+ * @module
+ */
+
+/// <reference lib="deno.worker" />
+
+import {
+  BodyReceiver,
+  BodySender,
+  type Msg,
+  Outbox,
+  ownBuffer,
+  pairFields,
+  reviveError,
+} from "./_worker_channel.ts";
+import { createHttp2Transport } from "./http2_transport.ts";
+import { UpstreamError, type UpstreamResponse } from "./transport.ts";
+
+/** One exchange this worker carries. */
+interface Exchange {
+  readonly id: number;
+  readonly ac: AbortController;
+  /** The request body as it arrives from the main thread, if streamed. */
+  receiver: BodyReceiver | null;
+  /** The response body as it goes to the main thread, if streamed. */
+  sender: BodySender | null;
+  requestDone: boolean;
+  responseDone: boolean;
+}
+
+const transport = createHttp2Transport();
+const exchanges = new Map<number, Exchange>();
+const out = new Outbox((msgs, transfer) => self.postMessage(msgs, transfer));
+
+function settle(x: Exchange): void {
+  if (x.requestDone && x.responseDone && exchanges.get(x.id) === x) exchanges.delete(x.id);
+}
+
+function start(m: Extract<Msg, { t: "req" }>): void {
+  const x: Exchange = {
+    id: m.id,
+    ac: new AbortController(),
+    receiver: null,
+    sender: null,
+    requestDone: m.body !== true,
+    responseDone: false,
+  };
+  exchanges.set(m.id, x);
+  let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
+  if (m.body === true) {
+    x.receiver = new BodyReceiver(out, m.id, () => {
+      x.requestDone = true;
+      settle(x);
+    });
+    body = x.receiver.stream;
+  } else if (m.body !== null) {
+    body = new Uint8Array(m.body);
+  }
+  transport.exchange({
+    address: m.address,
+    method: m.method,
+    path: m.path,
+    authority: m.authority,
+    headers: pairFields(m.headers),
+    body,
+    timeoutMs: m.timeoutMs,
+    signal: x.ac.signal,
+  }).then((res) => answer(x, res), (err) => {
+    if (exchanges.get(x.id) !== x) return; // aborted by the main thread
+    const kind = err instanceof UpstreamError ? err.kind : "local";
+    out.send({ t: "fail", id: x.id, kind, message: (err as Error)?.message ?? String(err) });
+    x.receiver?.error(err);
+    x.requestDone = x.responseDone = true;
+    settle(x);
+  });
+}
+
+function answer(x: Exchange, res: UpstreamResponse): void {
+  if (exchanges.get(x.id) !== x) {
+    if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
+    return;
+  }
+  const headers: string[] = [];
+  for (const [n, v] of res.headers) headers.push(n, v);
+  if (res.body instanceof ReadableStream) {
+    out.send({ t: "head", id: x.id, status: res.status, headers, body: true });
+    const sender = x.sender = new BodySender(out, x.id, () => {
+      x.responseDone = true;
+      settle(x);
+    });
+    sender.run(res.body);
+    return;
+  }
+  const buf = res.body === null ? null : ownBuffer(res.body);
+  out.send({ t: "head", id: x.id, status: res.status, headers, body: buf }, buf ?? undefined);
+  x.responseDone = true;
+  settle(x);
+}
+
+function abort(x: Exchange): void {
+  exchanges.delete(x.id);
+  x.ac.abort();
+  x.sender?.cancel();
+  x.receiver?.error(new UpstreamError("aborted", "client went away"));
+}
+
+function receive(m: Msg): void {
+  switch (m.t) {
+    case "req":
+      return start(m);
+    case "release":
+      return transport.release(m.address);
+    case "close":
+      for (const x of [...exchanges.values()]) abort(x);
+      transport.close().finally(() => {
+        out.send({ t: "closed" });
+        out.flush();
+      });
+      return;
+    case "abort":
+    case "data":
+    case "end":
+    case "error":
+    case "credit":
+    case "cancel": {
+      const x = exchanges.get(m.id);
+      if (x === undefined) return; // late message of a finished exchange
+      if (m.t === "abort") return abort(x);
+      if (m.t === "data") return x.receiver?.data(m.buf);
+      if (m.t === "end") return x.receiver?.end();
+      if (m.t === "error") return x.receiver?.error(reviveError(m.kind, m.message));
+      if (m.t === "credit") return x.sender?.credit(m.n);
+      return x.sender?.cancel();
+    }
+  }
+}
+
+self.onmessage = (e: MessageEvent<Msg[]>) => {
+  for (const m of e.data) receive(m);
+};

@@ -1,0 +1,302 @@
+/**
+ * {@link UpstreamTransport} on worker threads: the HTTP/2 exchanges with
+ * backends run in `upstream_worker.ts` (each worker runs the in-process
+ * `createHttp2Transport()`), so the QUIC thread only does HTTP/3.
+ *
+ * - Each backend address is pinned to one worker (the one with the fewest
+ *   addresses when first seen), so its pooled HTTP/2 session lives there.
+ * - Messages are batched: one `postMessage` per event-loop turn per worker,
+ *   buffers transferred (`_worker_channel.ts` has the protocol).
+ * - Bodies stream both ways with bounded credit (256 KiB per direction per
+ *   exchange); a small complete response body comes whole with the head.
+ * - Timeouts run inside the worker; the main thread keeps no per-request
+ *   timer. Client abort crosses as an `abort` message (RST_STREAM CANCEL).
+ * - A worker that dies fails its exchanges with kind `local` and is restarted.
+ *
+ * @module
+ */
+
+import { settledWithin } from "../../shared/deadline.ts";
+import {
+  BodyReceiver,
+  BodySender,
+  flatFields,
+  type Msg,
+  Outbox,
+  pairFields,
+  reviveError,
+} from "./_worker_channel.ts";
+import {
+  UpstreamError,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./transport.ts";
+
+/** A worker that dies sooner than this after its start is restarted only after this pause. */
+const RESTART_PAUSE_MS = 1_000;
+
+/** Options of {@link createWorkerTransport}. */
+export interface WorkerTransportOptions {
+  /** How many worker threads carry exchanges (at least 1). */
+  workers: number;
+  /** The worker module (tests substitute one); default `./upstream_worker.ts`. */
+  workerUrl?: string | URL;
+  /** Called when a worker died and was replaced (for a log line). */
+  onWorkerRestart?: (index: number, error: unknown) => void;
+}
+
+/** One exchange in flight, as the main thread tracks it. */
+interface Pending {
+  readonly id: number;
+  readonly slot: Slot;
+  readonly resolve: (res: UpstreamResponse) => void;
+  readonly reject: (err: UpstreamError) => void;
+  readonly signal: AbortSignal | undefined;
+  onAbort: (() => void) | null;
+  /** The head arrived (the promise is settled). */
+  headDone: boolean;
+  /** The response body as it streams in, if any. */
+  receiver: BodyReceiver | null;
+  /** The request body as it streams out, if any. */
+  sender: BodySender | null;
+  responseDone: boolean;
+  requestDone: boolean;
+}
+
+/** One worker thread (replaced when it dies) and the exchanges on it. */
+class Slot {
+  /** Set by `spawn` before any use. */
+  worker!: Worker;
+  /** The batch of messages to this worker. */
+  out!: Outbox;
+  readonly pending = new Map<number, Pending>();
+  /** Addresses pinned here. */
+  addresses = 0;
+  /** Resolves `close()`'s wait for the worker's `closed`. */
+  closedAck: (() => void) | null = null;
+  /** When the current worker started (a worker that dies young is restarted after a pause). */
+  startedAt = 0;
+  /** Set while a worker that died young waits to be restarted: exchanges fail at once. */
+  restart: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(readonly index: number) {}
+}
+
+/**
+ * Creates the worker transport. Workers start at once; `close()` terminates
+ * them, so they do not keep the process alive afterwards.
+ *
+ * @example
+ * ```ts
+ * const upstream = createWorkerTransport({ workers: 1 });
+ * const res = await upstream.exchange({
+ *   address: "127.0.0.1:8080", method: "GET", path: "/", authority: "example.com",
+ *   headers: [], body: null, timeoutMs: 30_000,
+ * });
+ * await upstream.close();
+ * ```
+ */
+export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTransport {
+  const url = new URL(opts.workerUrl ?? new URL("./upstream_worker.ts", import.meta.url)).href;
+  const pins = new Map<string, Slot>();
+  let nextId = 1;
+  let closed = false;
+
+  const slots: Slot[] = [];
+  const spawn = (slot: Slot) => {
+    const worker = new Worker(url, { type: "module" });
+    slot.worker = worker;
+    slot.startedAt = performance.now();
+    slot.restart = undefined;
+    slot.out = new Outbox((msgs, transfer) => worker.postMessage(msgs, transfer));
+    worker.onmessage = (e: MessageEvent<Msg[]>) => {
+      if (slot.worker !== worker) return;
+      for (const m of e.data) receive(slot, m);
+    };
+    const died = (e: Event) => {
+      e.preventDefault();
+      if (slot.worker !== worker) return;
+      worker.terminate();
+      const cause = (e as ErrorEvent).error ?? (e as ErrorEvent).message;
+      for (const p of [...slot.pending.values()]) {
+        fail(p, new UpstreamError("local", "upstream worker died", { cause }));
+      }
+      if (closed) return;
+      const again = () => {
+        spawn(slot);
+        opts.onWorkerRestart?.(slot.index, cause);
+      };
+      // A worker that cannot even start would otherwise be restarted in a tight loop.
+      if (performance.now() - slot.startedAt >= RESTART_PAUSE_MS) return again();
+      slot.restart = setTimeout(again, RESTART_PAUSE_MS);
+    };
+    worker.onerror = died;
+    worker.onmessageerror = died;
+  };
+  for (let i = 0; i < Math.max(1, Math.floor(opts.workers)); i++) {
+    const slot = new Slot(i);
+    spawn(slot);
+    slots.push(slot);
+  }
+
+  const slotFor = (address: string): Slot => {
+    let slot = pins.get(address);
+    if (slot === undefined) {
+      slot = slots[0];
+      for (const s of slots) if (s.addresses < slot.addresses) slot = s;
+      slot.addresses++;
+      pins.set(address, slot);
+    }
+    return slot;
+  };
+
+  /** Forgets the exchange once neither direction has anything left to carry. */
+  const settle = (p: Pending) => {
+    if (!p.responseDone || !p.requestDone) return;
+    p.slot.pending.delete(p.id);
+    if (p.onAbort !== null) p.signal?.removeEventListener("abort", p.onAbort);
+    p.onAbort = null;
+  };
+
+  /** Ends the exchange with `err` on this side (the worker is told separately, if at all). */
+  const fail = (p: Pending, err: UpstreamError) => {
+    if (!p.headDone) {
+      p.headDone = true;
+      p.reject(err);
+    }
+    p.receiver?.error(err);
+    p.sender?.cancel(err);
+    p.responseDone = p.requestDone = true;
+    settle(p);
+  };
+
+  const receive = (slot: Slot, m: Msg) => {
+    if (m.t === "closed") return slot.closedAck?.();
+    if (!("id" in m)) return;
+    const p = slot.pending.get(m.id);
+    if (p === undefined) return; // late message of a finished exchange
+    switch (m.t) {
+      case "head": {
+        let body: UpstreamResponse["body"] = null;
+        if (m.body === true) {
+          p.receiver = new BodyReceiver(slot.out, p.id, () => {
+            p.responseDone = true;
+            settle(p);
+          });
+          body = p.receiver.stream;
+        } else {
+          if (m.body !== null) body = new Uint8Array(m.body);
+          p.responseDone = true;
+        }
+        p.headDone = true;
+        p.resolve({ status: m.status, headers: pairFields(m.headers), body });
+        return settle(p);
+      }
+      case "fail":
+        return fail(p, new UpstreamError(m.kind, m.message));
+      case "data":
+        return p.receiver?.data(m.buf);
+      case "end":
+        return p.receiver?.end();
+      case "error":
+        return p.receiver?.error(reviveError(m.kind, m.message));
+      case "credit":
+        return p.sender?.credit(m.n);
+      case "cancel":
+        return p.sender?.cancel();
+    }
+  };
+
+  const exchange = (req: UpstreamRequest): Promise<UpstreamResponse> => {
+    if (closed) return Promise.reject(new UpstreamError("aborted", "upstream transport closed"));
+    const signal = req.signal;
+    if (signal?.aborted) {
+      return Promise.reject(
+        new UpstreamError("aborted", "client went away", { cause: signal.reason }),
+      );
+    }
+    const slot = slotFor(req.address);
+    if (slot.restart !== undefined) {
+      return Promise.reject(new UpstreamError("local", "upstream worker is restarting"));
+    }
+    const id = nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
+    const p: Pending = {
+      id,
+      slot,
+      resolve,
+      reject,
+      signal,
+      onAbort: null,
+      headDone: false,
+      receiver: null,
+      sender: null,
+      responseDone: false,
+      requestDone: !(req.body instanceof ReadableStream),
+    };
+    slot.pending.set(id, p);
+    let body: ArrayBuffer | true | null = null;
+    let transfer: ArrayBuffer | undefined;
+    if (req.body instanceof Uint8Array) {
+      // A copy: the caller may send the same bytes to the next candidate.
+      body = transfer = req.body.slice().buffer as ArrayBuffer;
+    } else if (req.body !== null) {
+      body = true;
+    }
+    slot.out.send({
+      t: "req",
+      id,
+      address: req.address,
+      method: req.method,
+      path: req.path,
+      authority: req.authority,
+      headers: flatFields(req.headers),
+      body,
+      timeoutMs: req.timeoutMs,
+    }, transfer);
+    if (req.body instanceof ReadableStream) {
+      const sender = p.sender = new BodySender(slot.out, id, () => {
+        p.requestDone = true;
+        settle(p);
+      });
+      sender.run(req.body);
+    }
+    if (signal !== undefined) {
+      p.onAbort = () => {
+        if (slot.pending.get(id) !== p) return;
+        slot.out.send({ t: "abort", id });
+        fail(p, new UpstreamError("aborted", "client went away", { cause: signal.reason }));
+      };
+      signal.addEventListener("abort", p.onAbort, { once: true });
+    }
+    return promise;
+  };
+
+  return {
+    exchange,
+    release(address) {
+      const slot = pins.get(address);
+      if (slot === undefined) return;
+      pins.delete(address);
+      slot.addresses--;
+      slot.out.send({ t: "release", address });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all(slots.map(async (slot) => {
+        if (slot.restart !== undefined) return clearTimeout(slot.restart);
+        for (const p of [...slot.pending.values()]) {
+          slot.out.send({ t: "abort", id: p.id });
+          fail(p, new UpstreamError("aborted", "upstream transport closed"));
+        }
+        const acked = new Promise<void>((resolve) => slot.closedAck = resolve);
+        slot.out.send({ t: "close" });
+        slot.out.flush();
+        await settledWithin(acked, 2_000);
+        slot.worker.terminate();
+      }));
+    },
+  };
+}

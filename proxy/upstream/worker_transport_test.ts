@@ -1,0 +1,146 @@
+/**
+ * What only the worker transport does (the shared behaviour is in
+ * `transport_conformance_test.ts`): a dying worker, address pinning, one
+ * `postMessage` per turn, and workers that let the process exit after close().
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { startBackend, type TestBackend } from "./_test_backend.ts";
+import { UpstreamError, type UpstreamRequest } from "./transport.ts";
+import { createWorkerTransport } from "./worker_transport.ts";
+
+const CRASH_WORKER = new URL("./_test_crash_worker.ts", import.meta.url);
+
+function request(b: TestBackend, path: string): UpstreamRequest {
+  return {
+    address: b.address,
+    method: "GET",
+    path,
+    authority: "example.test",
+    headers: [],
+    body: null,
+    timeoutMs: 10_000,
+  };
+}
+
+function ok(b: TestBackend): void {
+  b.route("/", (stream) => {
+    stream.respond({ ":status": 200, "content-length": 2 });
+    stream.end("ok");
+  });
+  b.route("/__crash", () => {}); // never answers: the worker dies first
+  b.route("/stall", () => {});
+}
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+Deno.test({
+  ...opts,
+  name: "a worker that dies fails its exchanges with `local`, is restarted, and pins hold",
+  async fn() {
+    const a = await startBackend();
+    const b = await startBackend();
+    ok(a);
+    ok(b);
+    const restarts: number[] = [];
+    const restarted = Promise.withResolvers<void>();
+    const t = createWorkerTransport({
+      workers: 2,
+      workerUrl: CRASH_WORKER,
+      onWorkerRestart: (i) => {
+        restarts.push(i);
+        restarted.resolve();
+      },
+    });
+    try {
+      // a and b are pinned to different workers (fewest addresses first).
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      assert.equal((await t.exchange(request(b, "/"))).status, 200);
+      const onB = t.exchange(request(b, "/stall"));
+      const inFlight = t.exchange(request(a, "/stall"));
+      const crash = t.exchange(request(a, "/__crash"));
+      for (const p of [inFlight, crash]) {
+        const err = await p.then(() => assert.fail("must fail"), (e) => e);
+        assert.ok(err instanceof UpstreamError);
+        assert.equal(err.kind, "local");
+      }
+      // A worker that died young is restarted after a pause; meanwhile its addresses fail fast.
+      await restarted.promise;
+      assert.deepEqual(restarts, [0]);
+      // The other worker's exchange is untouched; the restarted worker serves a.
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      const race = await Promise.race([onB.then(() => "settled", () => "settled"), "pending"]);
+      assert.equal(race, "pending");
+    } finally {
+      await t.close();
+      await a.close();
+      await b.close();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "messages are batched: one postMessage per event-loop turn per worker",
+  async fn() {
+    const b = await startBackend();
+    ok(b);
+    const t = createWorkerTransport({ workers: 1 });
+    const original = Worker.prototype.postMessage;
+    let posts = 0;
+    Worker.prototype.postMessage = function (this: Worker, ...args: unknown[]) {
+      posts++;
+      return (original as (...a: unknown[]) => void).apply(this, args);
+    };
+    try {
+      await t.exchange(request(b, "/")); // warm up
+      posts = 0;
+      const all = await Promise.all(Array.from({ length: 50 }, () => t.exchange(request(b, "/"))));
+      assert.ok(all.every((r) => r.status === 200));
+      assert.equal(posts, 1, "50 requests sent in one turn go out in one message");
+    } finally {
+      Worker.prototype.postMessage = original;
+      await t.close();
+      await b.close();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "after close() the workers do not keep the process alive",
+  async fn() {
+    const b = await startBackend();
+    ok(b);
+    try {
+      const script = `
+        import { createWorkerTransport } from ${
+        JSON.stringify(new URL("./worker_transport.ts", import.meta.url).href)
+      };
+        const t = createWorkerTransport({ workers: 2 });
+        const res = await t.exchange({ address: ${JSON.stringify(b.address)}, method: "GET",
+          path: "/", authority: "x", headers: [], body: null, timeoutMs: 5000 });
+        console.log(res.status);
+        await t.close();
+      `;
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "-"],
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const w = child.stdin.getWriter();
+      await w.write(new TextEncoder().encode(script));
+      await w.close();
+      const timer = setTimeout(() => child.kill(), 20_000);
+      const out = await child.output();
+      clearTimeout(timer);
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      assert.equal(new TextDecoder().decode(out.stdout).trim(), "200");
+    } finally {
+      await b.close();
+    }
+  },
+});
