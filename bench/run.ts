@@ -6,6 +6,8 @@
  *     deno task bench              # full run, writes docs/benchmarks.{md,svg,json}
  *     deno task bench --quick      # smoke run: 1 round, few requests, small transfers
  *     deno task bench --profile    # CPU profile of the proxy under h3load, summarised
+ *                                  # (--profile-conns N: at N connections, default 4;
+ *                                  # the first --upstream-workers value)
  *
  * Options: `--servers floor,floor-worker,spooky,caddy` (the default; order of
  * the rounds), `--upstream-workers default,0` (one spooky per value; other
@@ -49,6 +51,7 @@ import {
   ROOT,
   run,
   type Server,
+  type ServerSpec,
   serverSpecs,
   startBackend,
   startServer,
@@ -82,13 +85,18 @@ async function machine(caddyOn: boolean): Promise<BenchResults["machine"]> {
   };
 }
 
-async function profileMode(env: Env, st: Settings): Promise<void> {
+async function profileMode(
+  env: Env,
+  st: Settings,
+  spec: ServerSpec | undefined,
+  conns: number,
+): Promise<void> {
   // outside env.tmp, which is removed at the end: the profile is kept
   const dir = await Deno.makeTempDir({ prefix: "spooky-profile-" });
-  const proxy = await startSpooky(env, undefined, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
-  await h3load(proxy, 4, 250);
-  const per = st.quick ? 250 : 2000;
-  const r = await h3load(proxy, 4, per);
+  const proxy = await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
+  await h3load(proxy, conns, 250);
+  const per = st.quick ? 250 : 8000 / conns;
+  const r = await h3load(proxy, conns, per);
   console.log(`profiled load: ${r.line}`);
   console.log(`server cpu ${r.cpuUs} us/req by thread: ${formatThreads(r.threads)}`);
   await stop(proxy, "SIGINT");
@@ -172,6 +180,7 @@ async function main(): Promise<number> {
     options: {
       quick: { type: "boolean", default: false },
       profile: { type: "boolean", default: false },
+      "profile-conns": { type: "string", default: "4" },
       servers: { type: "string", default: "floor,floor-worker,spooky,caddy" },
       "upstream-workers": { type: "string", default: "default" },
       rounds: { type: "string" },
@@ -222,7 +231,8 @@ async function main(): Promise<number> {
     backend = be;
     const env: Env = { tmp, certs, backendPort: be.port };
     if (values.profile) {
-      await profileMode(env, st);
+      const conns = Number(values["profile-conns"]);
+      await profileMode(env, st, specs.find((x) => x.kind === "spooky"), conns);
       return 0;
     }
     const startAll = async (kinds: string[]): Promise<Server[]> => {

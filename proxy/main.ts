@@ -291,13 +291,15 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     console.log(`Admin listening on ${config.admin.address}:${admin.addr.port}`);
   }
 
-  console.log(`Listening on ${config.listen.address}:${port}`);
-
+  // Signals are handled before the line that tells a supervisor (or a test)
+  // the proxy is up: a SIGTERM right after it drains rather than kills.
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   const onSignal = Object.fromEntries(signals.map((s) => [s, () => requestStop(s)]));
   for (const s of signals) Deno.addSignalListener(s, onSignal[s]);
   const onHup = () => void reload();
   Deno.addSignalListener("SIGHUP", onHup);
+  console.log(`Listening on ${config.listen.address}:${port}`);
+
   const reason = await stop;
   for (const s of signals) Deno.removeSignalListener(s, onSignal[s]);
   Deno.removeSignalListener("SIGHUP", onHup);

@@ -18,7 +18,7 @@ import { concatBytes, encodeFrameHeader, FrameType } from "../h3/mod.ts";
 
 /** Size of the first read of a request stream: room for a typical HEADERS frame. */
 const FIRST_READ_BYTES = 2048;
-/** Size of later reads (request bodies). */
+/** Largest read (request bodies arriving fast). */
 const BODY_READ_BYTES = 64 * 1024;
 
 /** The reads a request stream is consumed with. */
@@ -33,8 +33,10 @@ export interface ChunkReader {
  * Reads a request stream into buffers of our size. The runtime's default
  * reader of a QUIC stream allocates 64 KiB for every read, so each GET (a few
  * dozen bytes) cost 64 KiB of short-lived external memory, which drives V8's
- * garbage collector. Streams that are not byte streams (the in-memory test
- * transport) get the default reader.
+ * garbage collector. Reads start at 2 KiB and grow (×4, up to 64 KiB) only
+ * while each one comes back full, so a GET's reads (its HEADERS, then its
+ * FIN) stay small and an upload soon reads in large pieces. Streams that
+ * are not byte streams (the in-memory test transport) get the default reader.
  */
 export function chunkReader(readable: ReadableStream<Uint8Array>): ChunkReader {
   let byob: ReadableStreamBYOBReader;
@@ -47,7 +49,7 @@ export function chunkReader(readable: ReadableStream<Uint8Array>): ChunkReader {
   return {
     async read() {
       const r = await byob.read(new Uint8Array(size));
-      size = BODY_READ_BYTES;
+      if (r.value?.length === size) size = Math.min(size * 4, BODY_READ_BYTES);
       return r.done || r.value === undefined
         ? { done: true, value: undefined }
         : { done: false, value: r.value };
