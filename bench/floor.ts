@@ -4,7 +4,7 @@
  * this server's is ours, not Deno's.
  *
  *     deno run -A bench/floor.ts --cert cert.pem --key key.pem --backend 127.0.0.1:PORT \
- *       [--port 0] [--worker]
+ *       [--port 0] [--worker | --node-http2]
  *
  * Per connection it opens the HTTP/3 control stream (SETTINGS) and the two
  * QPACK streams and keeps their writers for the connection's life (DESIGN.md
@@ -16,7 +16,9 @@
  *
  * `--worker` moves `fetch` to one Worker (`bench/floor_worker.ts`): the QUIC
  * thread posts a request id, the worker answers with the body's buffer
- * (transferred, not copied).
+ * (transferred, not copied). `--node-http2` uses the built-in `node:http2`
+ * client (one session) instead of `fetch`: the client spooky forwards with
+ * (README: "Why node:http2"), so the floor of the same upstream work.
  *
  * Prints `Listening on 127.0.0.1:<port>` once bound.
  *
@@ -24,6 +26,7 @@
  */
 // deno-lint-ignore-file no-console
 
+import http2 from "node:http2";
 import { parseArgs } from "node:util";
 import {
   encodeFrame,
@@ -42,6 +45,27 @@ type Upstream = () => Promise<Uint8Array>;
 function inProcess(url: string): Upstream {
   const client = Deno.createHttpClient({ http1: false, http2: true });
   return async () => new Uint8Array(await (await fetch(url, { client })).arrayBuffer());
+}
+
+/** The `node:http2` client in this thread over one session. */
+function nodeHttp2(backend: string): Upstream {
+  const session = http2.connect(`http://${backend}`);
+  session.on("error", () => {});
+  return () =>
+    new Promise((resolve, reject) => {
+      const req = session.request({ ":method": "GET", ":path": "/" });
+      const chunks: Uint8Array[] = [];
+      req.on("data", (c: Uint8Array) => chunks.push(c));
+      req.on("end", () => {
+        if (chunks.length === 1) return resolve(chunks[0]);
+        const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+        let off = 0;
+        for (const c of chunks) out.set(c, (off += c.length) - c.length);
+        resolve(out);
+      });
+      req.on("error", reject);
+      req.end();
+    });
 }
 
 /** `fetch` on one Worker; request ids out, transferred body buffers back. */
@@ -130,14 +154,21 @@ if (import.meta.main) {
       backend: { type: "string" },
       port: { type: "string", default: "0" },
       worker: { type: "boolean", default: false },
+      "node-http2": { type: "boolean", default: false },
     },
   });
   if (!values.cert || !values.key || !values.backend) {
-    console.error("usage: floor.ts --cert C --key K --backend HOST:PORT [--port P] [--worker]");
+    console.error(
+      "usage: floor.ts --cert C --key K --backend HOST:PORT [--port P] [--worker | --node-http2]",
+    );
     Deno.exit(2);
   }
   const url = `http://${values.backend}/`;
-  const upstream = values.worker ? onWorker(url) : inProcess(url);
+  const upstream = values.worker
+    ? onWorker(url)
+    : values["node-http2"]
+    ? nodeHttp2(values.backend)
+    : inProcess(url);
   const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: Number(values.port) });
   const listener = endpoint.listen({
     cert: await Deno.readTextFile(values.cert),

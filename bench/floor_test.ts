@@ -11,15 +11,21 @@ const HEAD: Array<[string, string]> = [
   [":path", "/"],
 ];
 
-for (const worker of [false, true]) {
-  Deno.test(`floor${worker ? " (fetch on a Worker)" : ""}: answers 200 with the backend's body, many streams on one connection`, async () => {
+for (
+  const [label, variant] of [
+    ["", {}],
+    [" (fetch on a Worker)", { worker: true }],
+    [" (node:http2)", { nodeHttp2: true }],
+  ] as const
+) {
+  Deno.test(`floor${label}: answers 200 with the backend's body, many streams on one connection`, async () => {
     const tmp = await Deno.makeTempDir({ prefix: "floor-test-" });
     const certs = await ensureDevCerts(`${tmp}/certs`);
     const backend = await startBackend();
     let floor: Server | undefined;
     try {
       const env: Env = { tmp, certs, backendPort: backend.port };
-      floor = await startFloor(env, { name: "floor", kind: "floor", worker });
+      floor = await startFloor(env, { name: "floor", kind: "floor", ...variant });
       const client = await H3TestClient.connect(floor.port, await Deno.readTextFile(certs.caPath));
       try {
         const settings = await client.serverSettings; // the control stream is open

@@ -149,7 +149,8 @@ export function renderMarkdown(r: BenchResults): string {
       "the least a forwarder on Deno's QUIC API can do: accept, open the control and QPACK " +
       "streams, drain the request stream unparsed, `fetch` the backend over one pooled h2c " +
       "client, answer a pre-encoded `:status 200` HEADERS and one DATA frame in one write " +
-      "(**floor-worker**: the same with `fetch` on one Worker); **spooky** (`proxy/main.ts`, " +
+      "(**floor-worker**: the same with `fetch` on one Worker; **floor-h2**: the same with the " +
+      "`node:http2` client spooky forwards with, in place of `fetch`); **spooky** (`proxy/main.ts`, " +
       "log level info; `spooky-wN` sets `limits.upstream_workers: N`); and **Caddy** " +
       "(`reverse_proxy h2c://`, the same certificate, HTTP/3). The machine is shared: every " +
       "measurement runs in rounds that alternate between the servers (the order rotates by " +
@@ -304,7 +305,7 @@ export function renderMarkdown(r: BenchResults): string {
       "a 1 GiB upload slower than ~290 Mbit/s with 503).",
   );
   L.push(
-    "- Options: `--servers floor,floor-worker,spooky,caddy` picks the servers; " +
+    "- Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` picks the servers; " +
       "`--upstream-workers default,0` runs spooky once per value; `--no-memory` skips streaming " +
       "and idle connections; `--quick` is a smoke run.",
   );

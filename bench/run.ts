@@ -9,7 +9,7 @@
  *                                  # (--profile-conns N: at N connections, default 4;
  *                                  # the first --upstream-workers value)
  *
- * Options: `--servers floor,floor-worker,spooky,caddy` (the default; order of
+ * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` (the default; order of
  * the rounds), `--upstream-workers default,0` (one spooky per value; other
  * than `default`, the value is written as `limits.upstream_workers`),
  * `--no-memory` (skip streaming and idle connections), `--no-caddy`,
@@ -181,7 +181,7 @@ async function main(): Promise<number> {
       quick: { type: "boolean", default: false },
       profile: { type: "boolean", default: false },
       "profile-conns": { type: "string", default: "4" },
-      servers: { type: "string", default: "floor,floor-worker,spooky,caddy" },
+      servers: { type: "string", default: "floor,floor-worker,floor-h2,spooky,caddy" },
       "upstream-workers": { type: "string", default: "default" },
       rounds: { type: "string" },
       "no-caddy": { type: "boolean", default: false },

@@ -37,6 +37,8 @@ export interface ServerSpec {
   kind: ServerKind;
   /** floor: `fetch` on one Worker */
   worker?: boolean;
+  /** floor: the `node:http2` client instead of `fetch` */
+  nodeHttp2?: boolean;
   /** spooky: `limits.upstream_workers` (absent: the key is not written, spooky's default) */
   upstreamWorkers?: string;
 }
@@ -231,6 +233,7 @@ export async function startFloor(env: Env, spec: ServerSpec): Promise<Server> {
       "--backend",
       `127.0.0.1:${env.backendPort}`,
       ...(spec.worker ? ["--worker"] : []),
+      ...(spec.nodeHttp2 ? ["--node-http2"] : []),
     ],
     /^Listening on .*:(\d+)$/,
   );
@@ -282,8 +285,8 @@ export function startServer(env: Env, spec: ServerSpec): Promise<Server> {
 }
 
 /**
- * The servers of a run, from `--servers` (names: floor, floor-worker, spooky,
- * caddy) and `--upstream-workers` (each value other than `default` adds a
+ * The servers of a run, from `--servers` (names: floor, floor-worker,
+ * floor-h2, spooky, caddy) and `--upstream-workers` (each value other than `default` adds a
  * spooky with that `limits.upstream_workers`, named `spooky-w<value>`).
  */
 export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerSpec[] {
@@ -291,6 +294,7 @@ export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerS
   for (const name of names) {
     if (name === "floor") out.push({ name, kind: "floor" });
     else if (name === "floor-worker") out.push({ name, kind: "floor", worker: true });
+    else if (name === "floor-h2") out.push({ name, kind: "floor", nodeHttp2: true });
     else if (name === "caddy") out.push({ name, kind: "caddy" });
     else if (name === "spooky") {
       for (const w of upstreamWorkers) {
@@ -301,7 +305,9 @@ export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerS
             : { name: `spooky-w${w}`, kind: "spooky", upstreamWorkers: w },
         );
       }
-    } else throw new Error(`unknown server "${name}" (floor, floor-worker, spooky, caddy)`);
+    } else {throw new Error(
+        `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy)`,
+      );}
   }
   return out;
 }
