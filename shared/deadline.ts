@@ -92,6 +92,57 @@ export interface IdleWatch {
   cancel(): void;
 }
 
+/** A deadline armed for each of a sequence of waits; see {@link waitDeadline}. */
+export interface WaitDeadline {
+  /** A wait begins: `onLate` runs if it is not over within `ms`. */
+  arm(): void;
+  /** The wait is over in time. */
+  disarm(): void;
+}
+
+/**
+ * One deadline object for a sequence of waits (the reads of a request
+ * stream): arming costs a clock read and a set insertion, no promise and no
+ * closure per wait, unlike {@link deadline}. `onLate` must end the wait
+ * itself (cancel the read), and the waiter checks afterwards whether it was
+ * late.
+ *
+ * @example
+ * ```ts
+ * let late = false;
+ * const d = waitDeadline(30_000, () => { late = true; reader.cancel(); });
+ * d.arm();
+ * const r = await reader.read();
+ * d.disarm();
+ * if (late) throw new Error("timed out");
+ * ```
+ */
+export function waitDeadline(ms: number, onLate: () => void): WaitDeadline {
+  if (!Number.isFinite(ms)) return { arm() {}, disarm() {} };
+  let armed = false;
+  const w: Waiting = {
+    expires: 0,
+    fail: () => {
+      armed = false;
+      onLate();
+    },
+  };
+  return {
+    arm() {
+      w.expires = performance.now() + ms;
+      if (!armed) {
+        armed = true;
+        sweeper.add(w, ms);
+      }
+    },
+    disarm() {
+      if (!armed) return;
+      armed = false;
+      sweeper.remove(w);
+    },
+  };
+}
+
 /**
  * Calls `onIdle` once no {@link IdleWatch.touch} has come for `ms` (up to a
  * quarter of `ms`, at most 250 ms, late). A touch costs one clock read, no

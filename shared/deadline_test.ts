@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deadline, idleWatch, settledWithin } from "./deadline.ts";
+import { deadline, idleWatch, settledWithin, waitDeadline } from "./deadline.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -52,4 +52,29 @@ Deno.test("idleWatch: fires once after ms without a touch; touches push it back;
   c.cancel();
   await new Promise((r) => setTimeout(r, 60));
   assert.equal(other, 0);
+});
+
+Deno.test("waitDeadline: fires only for a wait armed longer than ms; disarm stops it; one object serves many waits", async () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  let late = 0;
+  const d = waitDeadline(60, () => late++);
+  // Short waits, each disarmed in time: never late, however many.
+  for (let i = 0; i < 5; i++) {
+    d.arm();
+    await sleep(20);
+    d.disarm();
+  }
+  // Not armed: no deadline runs however long nothing happens.
+  await sleep(120);
+  assert.equal(late, 0);
+  // A wait that outlasts ms: late, once.
+  d.arm();
+  await sleep(150);
+  assert.equal(late, 1);
+  d.disarm(); // after firing: a no-op
+  // Re-armed after firing: it works again.
+  d.arm();
+  await sleep(150);
+  assert.equal(late, 2);
+  d.disarm();
 });

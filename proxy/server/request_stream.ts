@@ -14,12 +14,10 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import { deadline } from "../../shared/deadline.ts";
+import { deadline, waitDeadline } from "../../shared/deadline.ts";
 import {
   BodyLengthTracker,
-  concatBytes,
-  encodeFrameHeader,
-  FrameType,
+  encodeHeadersAndData,
   H3Code,
   H3Error,
   HOP_BY_HOP,
@@ -107,10 +105,24 @@ export async function serveRequest(
   });
 
   const idleMs = opts.requestIdleTimeoutMs ?? 30_000;
+  // One deadline for all the stream's reads: a read that waits too long is
+  // cancelled (STOP_SENDING), and the request answered 408.
+  let lateRead = false;
+  const readDeadline = waitDeadline(idleMs, () => {
+    lateRead = true;
+    reader.cancel(new RequestIdleTimeout(idleMs)).catch(() => {});
+  });
   const nextEvent = async (): Promise<RequestEvent> => {
     while (queue.length === 0) {
       if (readDone) return { type: "end" };
-      const r = await deadline(reader.read(), idleMs, () => new RequestIdleTimeout(idleMs));
+      readDeadline.arm();
+      let r: ReadableStreamReadResult<Uint8Array>;
+      try {
+        r = await reader.read();
+      } finally {
+        readDeadline.disarm();
+      }
+      if (lateRead) throw new RequestIdleTimeout(idleMs);
       if (r.done) {
         readDone = true;
         queue.push(...parser.end());
@@ -313,7 +325,6 @@ async function writeResponse(
     fields.push([lower, value]);
   }
   const block = ctx.encodeSection(fields);
-  const headers = concatBytes(encodeFrameHeader(FrameType.HEADERS, block.length), block);
   const noBody = responseHasNoBody(method, res.status);
   let body = res.body;
   if (noBody && body instanceof ReadableStream) {
@@ -323,17 +334,12 @@ async function writeResponse(
   let bytes = 0;
   try {
     if (body === null || noBody) {
-      await writer.write(headers);
+      await writer.write(encodeHeadersAndData(block, null));
     } else if (body instanceof Uint8Array) {
-      const dataHeader = encodeFrameHeader(FrameType.DATA, body.length);
-      const out = new Uint8Array(headers.length + dataHeader.length + body.length);
-      out.set(headers, 0);
-      out.set(dataHeader, headers.length);
-      out.set(body, headers.length + dataHeader.length);
-      await writer.write(out);
+      await writer.write(encodeHeadersAndData(block, body));
       bytes = body.length;
     } else {
-      await writer.write(headers);
+      await writer.write(encodeHeadersAndData(block, null));
       const outcome = await pipeBody(writer, body, signal, idleMs);
       bytes = outcome.bytes;
       if (outcome.kind === "broken") {
@@ -342,10 +348,7 @@ async function writeResponse(
         // a pseudo-header: a malformed response the client must reject
         // (RFC 9114 §4.1.2, §4.3).
         log.debug("response body cut: {error}", { error: String(outcome.error) });
-        const trailer = ctx.encodeSection([[":status", "502"]]);
-        await writer.write(
-          concatBytes(encodeFrameHeader(FrameType.HEADERS, trailer.length), trailer),
-        );
+        await writer.write(encodeHeadersAndData(ctx.encodeSection([[":status", "502"]]), null));
         await writer.close();
         return { bytes, outcome: "broken" };
       }

@@ -25,8 +25,12 @@ function forwardedValue(v: string): string {
   return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v) ? v : `"${v.replace(/["\\]/g, "\\$&")}"`;
 }
 
+const isOws = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
 /** Trims HTTP whitespace at both ends, as `Headers` does with every value. */
 function trimOws(v: string): string {
+  // Almost every value has none: no regular expression for those.
+  if (v.length === 0 || (!isOws(v.charCodeAt(0)) && !isOws(v.charCodeAt(v.length - 1)))) return v;
   return v.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
 }
 

@@ -60,3 +60,14 @@ Deno.test("upstream headers: nothing is added that the client did not send but t
     "x-forwarded-proto",
   ]);
 });
+
+Deno.test("upstream headers: values trimmed of HTTP whitespace at both ends, inner spaces kept; repeats joined", () => {
+  const list = upstreamRequestHeaderList(
+    [["x-a", " \t1 2\r\n"], ["x-b", "plain"], ["x-a", "3 "], ["x-c", ""]],
+    { ip: "10.1.1.1", authority: "a.test" },
+  );
+  const m = new Map(list);
+  assert.equal(m.get("x-a"), "1 2, 3");
+  assert.equal(m.get("x-b"), "plain");
+  assert.equal(m.get("x-c"), "");
+});
