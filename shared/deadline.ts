@@ -88,6 +88,8 @@ export function deadline<T>(p: Promise<T>, ms: number, late: () => Error): Promi
 export interface IdleWatch {
   /** Progress: the deadline is `ms` from now again. */
   touch(): void;
+  /** Not waiting on the watched party for now: no deadline until the next {@link touch}. */
+  pause(): void;
   /** Stops watching (idempotent); `onIdle` will not be called. */
   cancel(): void;
 }
@@ -157,7 +159,7 @@ export function waitDeadline(ms: number, onLate: () => void): WaitDeadline {
  * ```
  */
 export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
-  if (!Number.isFinite(ms)) return { touch() {}, cancel() {} };
+  if (!Number.isFinite(ms)) return { touch() {}, pause() {}, cancel() {} };
   let done = false;
   const w: Waiting = {
     expires: performance.now() + ms,
@@ -170,6 +172,9 @@ export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
   return {
     touch() {
       if (!done) w.expires = performance.now() + ms;
+    },
+    pause() {
+      w.expires = Infinity;
     },
     cancel() {
       if (done) return;

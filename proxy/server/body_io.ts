@@ -14,7 +14,7 @@
  */
 
 import { deadline } from "../../shared/deadline.ts";
-import { concatBytes, encodeFrameHeader, FrameType } from "../h3/mod.ts";
+import { encodeFrameHeader, FrameType } from "../h3/mod.ts";
 
 /** Size of the first read of a request stream: room for a typical HEADERS frame. */
 const FIRST_READ_BYTES = 2048;
@@ -91,6 +91,8 @@ const BODY_BUFFER_BYTES = 64 * 1024;
 interface DataFrameReader {
   /** The next DATA frame (header + payload), or `null` at the end. */
   next(): Promise<Uint8Array | null>;
+  /** The payload length of the last frame `next` gave. */
+  payload: number;
   /** Tells the reader the last frame has been written (its buffer may be reused). */
   written(): void;
   cancel(reason: unknown): void;
@@ -101,7 +103,7 @@ interface DataFrameReader {
  * into one buffer per response, reused after each write, with room in front
  * for the frame header: no allocation and no copy per chunk, which keeps a
  * long download's memory flat. Other streams get the default reader and a
- * copy behind the header.
+ * copy behind the header into such a buffer.
  */
 function dataFrameReader(body: ReadableStream<Uint8Array>): DataFrameReader {
   let byob: ReadableStreamBYOBReader | undefined;
@@ -110,25 +112,12 @@ function dataFrameReader(body: ReadableStream<Uint8Array>): DataFrameReader {
   } catch {
     // not a byte stream
   }
-  if (byob === undefined) {
-    const reader = body.getReader();
-    return {
-      async next() {
-        for (;;) {
-          const r = await reader.read();
-          if (r.done) return null;
-          if (r.value.length === 0) continue;
-          return concatBytes(encodeFrameHeader(FrameType.DATA, r.value.length), r.value);
-        }
-      },
-      written() {},
-      cancel: (reason) => void reader.cancel(reason).catch(() => {}),
-    };
-  }
+  if (byob === undefined) return copyingFrameReader(body.getReader());
   const reader = byob;
   let buffer: ArrayBuffer | null = new ArrayBuffer(BODY_BUFFER_BYTES);
   let pending: ArrayBuffer | null = null;
   return {
+    payload: 0,
     async next() {
       for (;;) {
         // A buffer still held by an unfinished write is never reused.
@@ -148,8 +137,55 @@ function dataFrameReader(body: ReadableStream<Uint8Array>): DataFrameReader {
         const frame = new Uint8Array(payload.buffer, start, header.length + payload.length);
         frame.set(header, 0);
         pending = payload.buffer as ArrayBuffer;
+        this.payload = payload.length;
         return frame;
       }
+    },
+    written() {
+      buffer = pending;
+      pending = null;
+    },
+    cancel: (reason) => void reader.cancel(reason).catch(() => {}),
+  };
+}
+
+/**
+ * DATA frames from a stream that is not a byte stream (the upstream
+ * transports' bodies): each chunk is copied behind the frame header into one
+ * buffer per response, reused after each write, as the BYOB path reads into
+ * it. A copy per chunk is needed either way (the header goes in front); a
+ * fresh buffer per chunk made a 1 GiB download 1 GiB of garbage. A chunk
+ * larger than the buffer goes out in several frames.
+ */
+function copyingFrameReader(reader: ReadableStreamDefaultReader<Uint8Array>): DataFrameReader {
+  let buffer: Uint8Array | null = new Uint8Array(BODY_BUFFER_BYTES);
+  let pending: Uint8Array | null = null;
+  let rest: Uint8Array | null = null;
+  const room = BODY_BUFFER_BYTES - FRAME_HEADER_ROOM;
+  return {
+    payload: 0,
+    async next() {
+      let chunk = rest;
+      rest = null;
+      while (chunk === null || chunk.length === 0) {
+        const r = await reader.read();
+        if (r.done) return null;
+        chunk = r.value;
+      }
+      if (chunk.length > room) {
+        rest = chunk.subarray(room);
+        chunk = chunk.subarray(0, room);
+      }
+      // A buffer still held by an unfinished write is never reused.
+      const buf = buffer ?? new Uint8Array(BODY_BUFFER_BYTES);
+      buffer = null;
+      const header = encodeFrameHeader(FrameType.DATA, chunk.length);
+      const start = FRAME_HEADER_ROOM - header.length;
+      buf.set(header, start);
+      buf.set(chunk, FRAME_HEADER_ROOM);
+      pending = buf;
+      this.payload = chunk.length;
+      return buf.subarray(start, FRAME_HEADER_ROOM + chunk.length);
     },
     written() {
       buffer = pending;
@@ -199,7 +235,7 @@ export async function pipeBody(
       if (signal.aborted) throw signal.reason;
       if (frame === null) return { kind: "complete", bytes };
       await writer.write(frame);
-      bytes += frame.length;
+      bytes += reader.payload;
       reader.written();
     }
   } catch (err) {

@@ -185,12 +185,17 @@ export function countingSink(stream: http2.ServerHttp2Stream): void {
 }
 
 /** Answers `total` bytes of the {@link generatedBody} pattern, written with backpressure. */
-export async function patternSource(stream: http2.ServerHttp2Stream, total: number): Promise<void> {
+export async function patternSource(
+  stream: http2.ServerHttp2Stream,
+  total: number,
+  progress?: { written: number },
+): Promise<void> {
   stream.respond({ ":status": 200, "content-length": total });
   const reader = generatedBody(total).getReader();
   for (;;) {
     const r = await reader.read();
     if (r.done) break;
+    if (progress) progress.written += r.value.length;
     if (!stream.write(r.value)) {
       await new Promise<void>((resolve) => {
         const go = () => {

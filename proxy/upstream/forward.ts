@@ -1,7 +1,7 @@
 /**
  * Forwarding one request to a pool's backends: the header translation, the
  * attempt on the first candidate and the retry on the next after a connect
- * failure, the mapping of failures to statuses (DESIGN.md §4), and what each
+ * failure (or, for an idempotent request, after a reset before any answer), the mapping of failures to statuses (DESIGN.md §4), and what each
  * outcome tells passive health and the metrics. How the bytes travel is the
  * {@link UpstreamTransport}'s business.
  *
@@ -64,6 +64,9 @@ export type Forwarder = (
   authority: string | undefined,
 ) => Promise<OutgoingResponse>;
 
+/** Methods a request may be sent twice with (RFC 9110 §9.2.2); TRACE is never forwarded. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
 /** Bodies up to this size with a declared length are read whole, so they keep their content-length and can be retried. */
 const BUFFER_BODY_LIMIT = 64 * 1024;
 
@@ -102,6 +105,11 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
     // Retry only what has not started streaming: no body, or a body read whole.
     const retryable = !(body instanceof ReadableStream);
     const attempts = retryable ? candidates.slice(0, 2) : candidates.slice(0, 1);
+    // A stream reset before any answer, on a pooled session, is retried once
+    // for an idempotent method (RFC 9110 §9.2.2), as pingora retries a
+    // request that failed on a reused connection: the next candidate, or
+    // the same backend when there is no other.
+    let resetRetry = retryable && IDEMPOTENT.has(head.method);
 
     for (let i = 0; i < attempts.length; i++) {
       const backend = attempts[i];
@@ -164,6 +172,18 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
             return errorResponse(400, "bad_request", "the request cannot be forwarded");
         }
         health.report?.(backend.id, e.kind === "connect" ? "connect" : "5xx");
+        if (e.kind === "reset" && resetRetry) {
+          resetRetry = false;
+          if (i === attempts.length - 1) attempts.push(backend);
+          log.info("backend {id} reset the stream, retrying {method} on {next}: {error}", {
+            id: backend.id,
+            method: head.method,
+            next: attempts[i + 1].id,
+            error: cause,
+          });
+          metrics.backend(backend.id).inc("backend_errors");
+          continue;
+        }
         if (e.kind === "connect" && i < attempts.length - 1) {
           log.info("backend {id} unreachable, retrying on {next}: {error}", {
             id: backend.id,

@@ -235,12 +235,18 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       );
     });
     const onClose = (late: boolean) => {
-      if (!settled && head === null && earlyEnd && !late) {
-        // Deno 2.9.6 may deliver a stream's "end" and "close" before its
-        // "response" (the whole answer arrived, the head event is still
-        // queued): give the head a moment before calling the stream failed.
+      if (!settled && !late && (head === null || collected !== null)) {
+        // Deno 2.9.6 may deliver a stream's "close" before its "response",
+        // "data" or "end" (the whole answer arrived and the backend then
+        // reset the stream, as a server that answers without reading the
+        // request body may): give the queued events a moment before calling
+        // the stream failed.
         setTimeout(() => onClose(true), LATE_HEAD_MS);
         return;
+      }
+      if (!settled && collected !== null && complete()) {
+        // The whole declared body is in: a reset after it takes nothing away.
+        return onEnd(true);
       }
       if (stream.rstCode !== undefined && stream.rstCode !== 0 && (!settled || bodyController)) {
         const kind = stream.rstCode === NGHTTP2_REFUSED_STREAM ? "connect" : "reset";
@@ -322,14 +328,17 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       c.enqueue(chunk);
       if ((c.desiredSize ?? 1) <= 0) stream.pause();
     });
-    const onEnd = () => {
+    const complete = () =>
+      collected !== null && collected.reduce((n, c) => n + c.length, 0) === declaredLength;
+    const onEnd = (whole = false) => {
       if (early !== null) {
         earlyEnd = true;
         return;
       }
       // Deno 2.9.6 ends a stream the backend reset mid-body with "end" (and
-      // rstCode set) rather than an error: the close handler fails it.
-      if (stream.rstCode !== undefined && stream.rstCode !== 0) return;
+      // rstCode set) rather than an error: the close handler fails it,
+      // unless the whole declared body arrived before the reset.
+      if (!whole && stream.rstCode !== undefined && stream.rstCode !== 0 && !complete()) return;
       if (collected !== null) {
         const parts = collected;
         collected = null;
@@ -345,7 +354,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
         bodyController = null;
       }
     };
-    stream.on("end", onEnd);
+    stream.on("end", () => onEnd());
 
     if (req.body instanceof Uint8Array && req.body.length <= WRITE_PIECE) {
       stream.end(req.body);
@@ -353,7 +362,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       // A larger whole body goes in pieces: Deno 2.9.6 never frees a buffer
       // handed to end() whose stream is cancelled before it was sent.
       const source = req.body instanceof Uint8Array ? pieces(req.body) : req.body;
-      pumpBody(source, stream, () => watch.touch()).catch((err) => {
+      pumpBody(source, stream, watch).catch((err) => {
         if (err instanceof UpstreamError) fail(err);
         else fail(new UpstreamError("aborted", "client request body failed", { cause: err }));
       });
@@ -425,14 +434,18 @@ function concat(parts: Uint8Array[]): Uint8Array {
 async function pumpBody(
   body: ReadableStream<Uint8Array>,
   stream: http2.ClientHttp2Stream,
-  progress: () => void,
+  watch: IdleWatch,
 ): Promise<void> {
   const reader = body.getReader();
   const onGone = () => reader.cancel().catch(() => {});
   stream.once("close", onGone);
   try {
     for (;;) {
+      // Waiting on the client, not the backend: the client's own idle
+      // timeout bounds this wait (a stalled upload is 408, not 503).
+      watch.pause();
       const r = await reader.read();
+      watch.touch();
       if (stream.closed || stream.destroyed) return;
       if (r.done) {
         stream.end();
@@ -449,7 +462,7 @@ async function pumpBody(
           stream.on("close", go);
         });
       }
-      progress();
+      watch.touch();
     }
   } finally {
     stream.off("close", onGone);

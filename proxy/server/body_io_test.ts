@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { FrameDecoder, type FrameEvent, NEED_MORE } from "../h3/mod.ts";
+import { pipeBody } from "./body_io.ts";
+
+/** A writer that keeps a copy of every write (the QUIC stream copies too). */
+function recordingWriter(): {
+  writer: WritableStreamDefaultWriter<Uint8Array>;
+  writes: Uint8Array[];
+} {
+  const writes: Uint8Array[] = [];
+  const ws = new WritableStream<Uint8Array>({ write: (c) => void writes.push(c.slice()) });
+  return { writer: ws.getWriter(), writes };
+}
+
+/** The DATA payloads of the written frames, in order. */
+function payloads(writes: Uint8Array[]): Uint8Array[] {
+  const dec = new FrameDecoder();
+  const out: Uint8Array[] = [];
+  for (const w of writes) {
+    dec.push(w);
+    for (let ev = dec.next(); ev !== NEED_MORE; ev = dec.next()) {
+      const e = ev as FrameEvent;
+      if (e.kind === "data") out.push(e.chunk.slice());
+    }
+  }
+  return out;
+}
+
+function chunks(list: Uint8Array[]): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream({
+    pull(c) {
+      if (i < list.length) c.enqueue(list[i++]);
+      else c.close();
+    },
+  });
+}
+
+for (const byteStream of [false, true]) {
+  Deno.test(`pipeBody (${byteStream ? "byte" : "default"} stream): DATA frames carry the body exactly; bytes counts payload only`, async () => {
+    const body = new Uint8Array(200_000);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7) & 0xff;
+    // Small, empty and larger-than-the-buffer chunks.
+    const parts = [
+      body.subarray(0, 10),
+      body.subarray(10, 10),
+      body.subarray(10, 150_000),
+      body.subarray(150_000),
+    ];
+    const source = byteStream
+      ? new ReadableStream({
+        type: "bytes",
+        start(c) {
+          for (const p of parts) if (p.length > 0) c.enqueue(p.slice());
+          c.close();
+        },
+      })
+      : chunks(parts.map((p) => p.slice()));
+    const { writer, writes } = recordingWriter();
+    const outcome = await pipeBody(writer, source, new AbortController().signal, 5_000);
+    assert.deepEqual(outcome, { kind: "complete", bytes: body.length });
+    const got = payloads(writes);
+    const joined = new Uint8Array(got.reduce((n, c) => n + c.length, 0));
+    let at = 0;
+    for (const c of got) {
+      joined.set(c, at);
+      at += c.length;
+    }
+    assert.deepEqual(joined, body);
+    // No frame exceeds the buffer, and no frame is empty.
+    assert.ok(
+      got.every((c) => c.length > 0 && c.length <= 64 * 1024),
+      got.map((c) => c.length).join(),
+    );
+  });
+}
+
+Deno.test("pipeBody: a body that breaks mid-way is reported broken with the bytes sent so far", async () => {
+  let n = 0;
+  const source = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (n++ === 0) c.enqueue(new Uint8Array(1000));
+      else c.error(new Error("backend reset"));
+    },
+  });
+  const { writer } = recordingWriter();
+  const outcome = await pipeBody(writer, source, new AbortController().signal, 5_000);
+  assert.equal(outcome.kind, "broken");
+  assert.equal(outcome.bytes, 1000);
+});
