@@ -164,7 +164,9 @@ export function renderMarkdown(r: BenchResults): string {
   L.push(
     "What spooky spends above the floor is ours, not the runtime's. Ratios of medians " +
       "(issue #14's targets: CPU ≤ 1.15x the floor's at every level; req/s ≥ 1.0x Caddy's at 4 " +
-      "and 16 connections; p99 at a fixed 200 req/s ≤ 1.5x Caddy's).",
+      "and 16 connections; p99 at a fixed 200 req/s ≤ 1.5x Caddy's). What each per-request " +
+      "cut bought, and where the remaining CPU goes by thread and by profile: " +
+      "[hot-path.md](hot-path.md).",
   );
   L.push("");
   L.push(
