@@ -7,6 +7,7 @@
  * @module
  */
 
+import { concatBytes } from "../../shared/bytes.ts";
 import http2 from "node:http2";
 
 /** What the backend saw of one request stream. */
@@ -96,22 +97,9 @@ export function readAll(stream: http2.ServerHttp2Stream): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const parts: Uint8Array[] = [];
     stream.on("data", (c: Uint8Array) => parts.push(c));
-    stream.on("end", () => resolve(concat(parts)));
+    stream.on("end", () => resolve(concatBytes(...parts)));
     stream.on("error", reject);
   });
-}
-
-/** Concatenates chunks. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.byteLength;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
 
 /** A port on loopback that nothing listens on (bound, then closed). */

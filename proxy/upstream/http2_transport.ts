@@ -13,6 +13,7 @@
  */
 
 import http2 from "node:http2";
+import { concatBytes } from "../../shared/bytes.ts";
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import {
   UpstreamError,
@@ -343,7 +344,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
         const parts = collected;
         collected = null;
         finish();
-        const body = parts.length === 1 ? parts[0] : concat(parts);
+        const body = parts.length === 1 ? parts[0] : concatBytes(...parts);
         if (head !== null && body.length !== declaredLength) {
           fail(new UpstreamError("protocol", "response body shorter than its content-length"));
           return;
@@ -412,18 +413,6 @@ function pieces(body: Uint8Array): ReadableStream<Uint8Array> {
       at += WRITE_PIECE;
     },
   }, { highWaterMark: 0 });
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /**
