@@ -1,8 +1,9 @@
 /**
  * Forwarding one request to a pool's backends: the header translation, the
  * attempt on the first candidate and the retry on the next after a connect
- * failure (or, for an idempotent request, after a reset before any answer), the mapping of failures to statuses (DESIGN.md §4), and what each
- * outcome tells passive health and the metrics. How the bytes travel is the
+ * failure (or, for an idempotent request, after a reset before any answer),
+ * the mapping of failures to statuses (DESIGN.md §4), and what each outcome
+ * tells passive health and the metrics. How the bytes travel is the
  * {@link UpstreamTransport}'s business.
  *
  * @example
