@@ -14,6 +14,9 @@ import { median } from "../shared/stats.ts";
 const H3LOAD = Deno.env.get("H3LOAD") ??
   new URL("../../shared/tools/h3load", import.meta.url).pathname;
 
+/** Warm-up requests per connection (4 connections) before the load phase measures anything. */
+export const WARMUP_PER_CONN = 6000;
+
 /** CLK_TCK on Linux: /proc reports CPU time in these ticks. */
 const HZ = 100;
 
@@ -140,8 +143,10 @@ export function formatThreads(threads: Record<string, number>): string {
 /** Small responses at each connection level, alternating servers every run. */
 export async function loadTest(servers: Server[], st: LoadSettings): Promise<LoadRow[]> {
   const rows: LoadRow[] = [];
-  // warm-up (JIT, connection pools), not measured
-  for (const s of servers) await h3load(s, 4, st.quick ? 50 : 250);
+  // Warm-up (connection pools, and V8's optimizing compiler: spooky's hot
+  // path costs 30-40% more per request for its first ~20,000 requests than
+  // once compiled, a floor's much less), not measured: a proxy runs warm.
+  for (const s of servers) await h3load(s, 4, st.quick ? 50 : WARMUP_PER_CONN);
   for (const conns of st.connLevels) {
     const per = Math.max(1, Math.round(st.requests / conns));
     const acc = new Map(servers.map((s) => [s, {

@@ -154,7 +154,9 @@ export function renderMarkdown(r: BenchResults): string {
       "log level info; `spooky-wN` sets `limits.upstream_workers: N`); and **Caddy** " +
       "(`reverse_proxy h2c://`, the same certificate, HTTP/3). The machine is shared: every " +
       "measurement runs in rounds that alternate between the servers (the order rotates by " +
-      "one each round) and medians are reported.",
+      "one each round) and medians are reported. Before the load phase each server serves " +
+      "24,000 requests that are not measured: V8 compiles spooky's hot path over its first " +
+      "~20,000 requests (30-40% dearer per request until then), and a proxy runs warm.",
   );
   L.push("");
   L.push("![chart](benchmarks.svg)");
