@@ -44,11 +44,16 @@ export type StatusClass = typeof STATUS_CLASSES[number];
  * (which the proxy never sends) counts as `5xx`.
  */
 export function statusClass(status: number): StatusClass {
-  const i = Math.floor(status / 100) - 1;
-  return i >= 0 && i < STATUS_CLASSES.length ? STATUS_CLASSES[i] : "5xx";
+  return STATUS_CLASSES[classIndex(status)];
 }
 
-/** A set of the five counters as u64 values, and requests by status class. */
+/** The index in {@link STATUS_CLASSES} of a status's class (out of range: `5xx`). */
+function classIndex(status: number): number {
+  const i = Math.floor(status / 100) - 1;
+  return i >= 0 && i < STATUS_CLASSES.length ? i : STATUS_CLASSES.length - 1;
+}
+
+/** A set of the five counters (exact integers up to 2^53), and requests by status class. */
 export class CounterSet {
   // Float64 slots, not BigUint64: `+= 1n` allocates a BigInt on every
   // request. A double counts exactly up to 2^53 (centuries at 10^6 req/s).
@@ -62,8 +67,7 @@ export class CounterSet {
 
   /** Adds one to the requests of a status's class (see {@link statusClass}). */
   incStatus(status: number): void {
-    const i = Math.floor(status / 100) - 1;
-    this.#classes[i >= 0 && i < STATUS_CLASSES.length ? i : STATUS_CLASSES.length - 1]++;
+    this.#classes[classIndex(status)]++;
   }
 
   /** Requests counted in one status class. */
