@@ -88,61 +88,14 @@ export function deadline<T>(p: Promise<T>, ms: number, late: () => Error): Promi
 export interface IdleWatch {
   /** Progress: the deadline is `ms` from now again. */
   touch(): void;
-  /** Not waiting on the watched party for now: no deadline until the next {@link touch}. */
+  /**
+   * Not waiting on the watched party for now: no deadline until the next
+   * {@link touch}, and the watch leaves the sweeper meanwhile (a paused
+   * watch costs nothing and holds nothing).
+   */
   pause(): void;
   /** Stops watching (idempotent); `onIdle` will not be called. */
   cancel(): void;
-}
-
-/** A deadline armed for each of a sequence of waits; see {@link waitDeadline}. */
-export interface WaitDeadline {
-  /** A wait begins: `onLate` runs if it is not over within `ms`. */
-  arm(): void;
-  /** The wait is over in time. */
-  disarm(): void;
-}
-
-/**
- * One deadline object for a sequence of waits (the reads of a request
- * stream): arming costs a clock read and a set insertion, no promise and no
- * closure per wait, unlike {@link deadline}. `onLate` must end the wait
- * itself (cancel the read), and the waiter checks afterwards whether it was
- * late.
- *
- * @example
- * ```ts
- * let late = false;
- * const d = waitDeadline(30_000, () => { late = true; reader.cancel(); });
- * d.arm();
- * const r = await reader.read();
- * d.disarm();
- * if (late) throw new Error("timed out");
- * ```
- */
-export function waitDeadline(ms: number, onLate: () => void): WaitDeadline {
-  if (!Number.isFinite(ms)) return { arm() {}, disarm() {} };
-  let armed = false;
-  const w: Waiting = {
-    expires: 0,
-    fail: () => {
-      armed = false;
-      onLate();
-    },
-  };
-  return {
-    arm() {
-      w.expires = performance.now() + ms;
-      if (!armed) {
-        armed = true;
-        sweeper.add(w, ms);
-      }
-    },
-    disarm() {
-      if (!armed) return;
-      armed = false;
-      sweeper.remove(w);
-    },
-  };
 }
 
 /**
@@ -161,25 +114,35 @@ export function waitDeadline(ms: number, onLate: () => void): WaitDeadline {
 export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
   if (!Number.isFinite(ms)) return { touch() {}, pause() {}, cancel() {} };
   let done = false;
+  let armed = true;
   const w: Waiting = {
     expires: performance.now() + ms,
     fail: () => {
       done = true;
+      armed = false;
       onIdle();
     },
   };
   sweeper.add(w, ms);
   return {
     touch() {
-      if (!done) w.expires = performance.now() + ms;
+      if (done) return;
+      w.expires = performance.now() + ms;
+      if (!armed) {
+        armed = true;
+        sweeper.add(w, ms);
+      }
     },
     pause() {
-      w.expires = Infinity;
+      if (!armed) return;
+      armed = false;
+      sweeper.remove(w);
     },
     cancel() {
       if (done) return;
       done = true;
-      sweeper.remove(w);
+      if (armed) sweeper.remove(w);
+      armed = false;
     },
   };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deadline, idleWatch, settledWithin, waitDeadline } from "./deadline.ts";
+import { deadline, idleWatch, settledWithin } from "./deadline.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -54,27 +54,28 @@ Deno.test("idleWatch: fires once after ms without a touch; touches push it back;
   assert.equal(other, 0);
 });
 
-Deno.test("waitDeadline: fires only for a wait armed longer than ms; disarm stops it; one object serves many waits", async () => {
+Deno.test("idleWatch pause: short waits touched and paused in time never fire; a paused watch never fires; a touch re-arms it, and it still fires once", async () => {
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   let late = 0;
-  const d = waitDeadline(60, () => late++);
-  // Short waits, each disarmed in time: never late, however many.
+  const d = idleWatch(60, () => late++);
+  d.pause();
+  // Short waits, each paused in time: never late, however many.
   for (let i = 0; i < 5; i++) {
-    d.arm();
+    d.touch();
     await sleep(20);
-    d.disarm();
+    d.pause();
   }
-  // Not armed: no deadline runs however long nothing happens.
+  // Paused: no deadline runs however long nothing happens.
   await sleep(120);
   assert.equal(late, 0);
   // A wait that outlasts ms: late, once.
-  d.arm();
+  d.touch();
   await sleep(150);
   assert.equal(late, 1);
-  d.disarm(); // after firing: a no-op
-  // Re-armed after firing: it works again.
-  d.arm();
+  // After firing, pause and touch are no-ops: it fires once.
+  d.pause();
+  d.touch();
   await sleep(150);
-  assert.equal(late, 2);
-  d.disarm();
+  assert.equal(late, 1);
+  d.cancel();
 });

@@ -14,7 +14,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import { deadline, waitDeadline } from "../../shared/deadline.ts";
+import { deadline, idleWatch } from "../../shared/deadline.ts";
 import {
   BodyLengthTracker,
   encodeHeadersAndData,
@@ -105,22 +105,24 @@ export async function serveRequest(
   });
 
   const idleMs = opts.requestIdleTimeoutMs ?? 30_000;
-  // One deadline for all the stream's reads: a read that waits too long is
-  // cancelled (STOP_SENDING), and the request answered 408.
+  // One watch for all the stream's reads, armed only while a read waits: a
+  // read that waits too long is cancelled (STOP_SENDING), and the request
+  // answered 408.
   let lateRead = false;
-  const readDeadline = waitDeadline(idleMs, () => {
+  const readWatch = idleWatch(idleMs, () => {
     lateRead = true;
     reader.cancel(new RequestIdleTimeout(idleMs)).catch(() => {});
   });
+  readWatch.pause();
   const nextEvent = async (): Promise<RequestEvent> => {
     while (queue.length === 0) {
       if (readDone) return { type: "end" };
-      readDeadline.arm();
+      readWatch.touch();
       let r: ReadableStreamReadResult<Uint8Array>;
       try {
         r = await reader.read();
       } finally {
-        readDeadline.disarm();
+        readWatch.pause();
       }
       if (lateRead) throw new RequestIdleTimeout(idleMs);
       if (r.done) {
