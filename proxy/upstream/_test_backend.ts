@@ -8,6 +8,7 @@
  */
 
 import { concatBytes } from "../../shared/bytes.ts";
+import { drained } from "./http2_transport.ts";
 import http2 from "node:http2";
 
 /** What the backend saw of one request stream. */
@@ -184,17 +185,7 @@ export async function patternSource(
     const r = await reader.read();
     if (r.done) break;
     if (progress) progress.written += r.value.length;
-    if (!stream.write(r.value)) {
-      await new Promise<void>((resolve) => {
-        const go = () => {
-          stream.off("drain", go);
-          stream.off("close", go);
-          resolve();
-        };
-        stream.on("drain", go);
-        stream.on("close", go);
-      });
-    }
+    if (!stream.write(r.value)) await drained(stream);
     if (stream.closed) return reader.cancel();
   }
   stream.end();

@@ -440,21 +440,24 @@ async function pumpBody(
         stream.end();
         return;
       }
-      if (!stream.write(r.value)) {
-        await new Promise<void>((resolve) => {
-          const go = () => {
-            stream.off("drain", go);
-            stream.off("close", go);
-            resolve();
-          };
-          stream.on("drain", go);
-          stream.on("close", go);
-        });
-      }
+      if (!stream.write(r.value)) await drained(stream);
       watch.touch();
     }
   } finally {
     stream.off("close", onGone);
     reader.releaseLock();
   }
+}
+
+/** Resolves once a node:http2 stream that refused a write drains, or closes. */
+export function drained(stream: http2.Http2Stream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const go = () => {
+      stream.off("drain", go);
+      stream.off("close", go);
+      resolve();
+    };
+    stream.on("drain", go);
+    stream.on("close", go);
+  });
 }
