@@ -12,6 +12,7 @@
 import {
   BodyReceiver,
   BodySender,
+  flatFields,
   type Msg,
   Outbox,
   ownBuffer,
@@ -85,8 +86,7 @@ function answer(x: Exchange, res: UpstreamResponse): void {
     if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
     return;
   }
-  const headers: string[] = [];
-  for (const [n, v] of res.headers) headers.push(n, v);
+  const headers = flatFields(res.headers);
   if (res.body instanceof ReadableStream) {
     out.send({ t: "head", id: x.id, status: res.status, headers, body: true });
     const sender = x.sender = new BodySender(out, x.id, () => {
