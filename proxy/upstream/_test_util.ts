@@ -1,7 +1,7 @@
 /**
  * Small helpers of the upstream transport tests: a request to the test
- * backend, reading an answer, expecting a failure, and memory readings that
- * do not count garbage.
+ * backend, reading an answer, expecting a failure, and a memory reading that
+ * does not count garbage.
  *
  * @module
  */
@@ -62,10 +62,4 @@ export function jsMiB(): number {
   gc();
   const m = Deno.memoryUsage();
   return (m.heapUsed + m.external) / MiB;
-}
-
-/** RSS after collecting this thread's garbage: live memory, not what GC has yet to free. */
-export function rssMiB(): number {
-  gc();
-  return Deno.memoryUsage().rss / MiB;
 }
