@@ -28,6 +28,7 @@
 
 import http2 from "node:http2";
 import { parseArgs } from "node:util";
+import { concatBytes } from "../shared/bytes.ts";
 import {
   encodeFrame,
   encodeFrameHeader,
@@ -56,13 +57,7 @@ function nodeHttp2(backend: string): Upstream {
       const req = session.request({ ":method": "GET", ":path": "/" });
       const chunks: Uint8Array[] = [];
       req.on("data", (c: Uint8Array) => chunks.push(c));
-      req.on("end", () => {
-        if (chunks.length === 1) return resolve(chunks[0]);
-        const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-        let off = 0;
-        for (const c of chunks) out.set(c, (off += c.length) - c.length);
-        resolve(out);
-      });
+      req.on("end", () => resolve(chunks.length === 1 ? chunks[0] : concatBytes(...chunks)));
       req.on("error", reject);
       req.end();
     });

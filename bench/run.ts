@@ -95,7 +95,7 @@ async function profileMode(
   const dir = await Deno.makeTempDir({ prefix: "spooky-profile-" });
   const proxy = await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
   await h3load(proxy, conns, 250);
-  const per = st.quick ? 250 : 8000 / conns;
+  const per = st.quick ? 250 : Math.round(8000 / conns);
   const r = await h3load(proxy, conns, per);
   console.log(`profiled load: ${r.line}`);
   console.log(`server cpu ${r.cpuUs} us/req by thread: ${formatThreads(r.threads)}`);
