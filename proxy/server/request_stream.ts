@@ -17,7 +17,9 @@ import { getLogger } from "@logtape/logtape";
 import { deadline, idleWatch } from "../../shared/deadline.ts";
 import {
   BodyLengthTracker,
+  encodeFrame,
   encodeHeadersAndData,
+  FrameType,
   H3Code,
   H3Error,
   HOP_BY_HOP,
@@ -336,12 +338,12 @@ async function writeResponse(
   let bytes = 0;
   try {
     if (body === null || noBody) {
-      await writer.write(encodeHeadersAndData(block, null));
+      await writer.write(encodeFrame(FrameType.HEADERS, block));
     } else if (body instanceof Uint8Array) {
       await writer.write(encodeHeadersAndData(block, body));
       bytes = body.length;
     } else {
-      await writer.write(encodeHeadersAndData(block, null));
+      await writer.write(encodeFrame(FrameType.HEADERS, block));
       const outcome = await pipeBody(writer, body, signal, idleMs);
       bytes = outcome.bytes;
       if (outcome.kind === "broken") {
@@ -350,7 +352,7 @@ async function writeResponse(
         // a pseudo-header: a malformed response the client must reject
         // (RFC 9114 §4.1.2, §4.3).
         log.debug("response body cut: {error}", { error: String(outcome.error) });
-        await writer.write(encodeHeadersAndData(ctx.encodeSection([[":status", "502"]]), null));
+        await writer.write(encodeFrame(FrameType.HEADERS, ctx.encodeSection([[":status", "502"]])));
         await writer.close();
         return { bytes, outcome: "broken" };
       }
