@@ -9,6 +9,7 @@
  */
 
 import { type CounterSet, STATUS_CLASSES, type StatusClass } from "./metrics.ts";
+import { REJECT_REASONS } from "../quic/transport.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
 
 /** Everything the exposition shows, gathered by the caller. */
@@ -174,7 +175,7 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
   out.push(`${family("active_connections")} ${num(view.activeConnections)}`);
   out.push(`${family("active_streams")} ${num(view.activeStreams)}`);
   const rejected = family("connections_rejected_total");
-  for (const reason of ["handshakes", "connections", "per_address", "handshake_timeout"]) {
+  for (const reason of REJECT_REASONS) {
     out.push(`${rejected}{reason="${reason}"} ${num(view.rejectedConnections?.get(reason) ?? 0)}`);
   }
   out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);

@@ -6,7 +6,13 @@
  */
 
 import { getLogger } from "@logtape/logtape";
-import type { CloseInfo, PeerAddr, QuicConnection, QuicServerTransport } from "./transport.ts";
+import type {
+  CloseInfo,
+  PeerAddr,
+  QuicConnection,
+  QuicServerTransport,
+  RejectReason,
+} from "./transport.ts";
 
 const log = getLogger(["proxy", "quic"]);
 
@@ -42,9 +48,6 @@ export interface AdmissionLimits {
   /** Handshakes and connections from one IP address (default 64). */
   maxPerAddress: number;
 }
-
-/** Why a connection was turned away. */
-export type RejectReason = "handshakes" | "connections" | "per_address" | "handshake_timeout";
 
 /** Defaults of {@link AdmissionLimits}. */
 export const DEFAULT_ADMISSION_LIMITS: Readonly<AdmissionLimits> = Object.freeze({

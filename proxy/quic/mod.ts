@@ -22,5 +22,4 @@ export {
   DEFAULT_ADMISSION_LIMITS,
   listenQuic,
   type ListenQuicOptions,
-  type RejectReason,
 } from "./deno_transport.ts";

@@ -70,3 +70,14 @@ export interface QuicServerTransport {
   /** Closes the endpoint and every connection on it. */
   close(info?: CloseInfo): void;
 }
+
+/** Why a connection was turned away by the admission limits (metrics label them all). */
+export const REJECT_REASONS = [
+  "handshakes",
+  "connections",
+  "per_address",
+  "handshake_timeout",
+] as const;
+
+/** One of {@link REJECT_REASONS}. */
+export type RejectReason = typeof REJECT_REASONS[number];
