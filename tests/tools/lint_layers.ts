@@ -5,7 +5,9 @@
  *
  * Rules on imports (tests are the `*_test.ts` and `*_bench.ts` files and
  * everything under `tests/`):
- * - `proxy/h3/` imports nothing outside itself (tests excepted);
+ * - the sans-IO codecs `proxy/h3/` and `proxy/h2/` import nothing outside
+ *   themselves but `proxy/hpack_common/` (what HPACK and QPACK share), which
+ *   imports nothing outside itself (tests excepted);
  * - `payments/domain/` imports only `shared/` and itself among the project's
  *   files (tests excepted);
  * - `shared/` imports neither `proxy/` nor `payments/`;
@@ -14,7 +16,8 @@
  * - nothing imports a `main.ts`, except a test beside it.
  *
  * Rules on text (a call is no import), for `proxy/`, `payments/` and `shared/`:
- * - `proxy/h3/` touches no `Deno.*` API (tests excepted);
+ * - `proxy/h3/`, `proxy/h2/` and `proxy/hpack_common/` touch no `Deno.*` API
+ *   (tests excepted);
  * - only `main.ts` files, `proxy/quic/`, tests and examples touch the unstable
  *   QUIC and KV APIs (`Deno.createHttpClient` is stable in Deno 2).
  *
@@ -61,6 +64,11 @@ const KNOWN: readonly { from: string; to: string; why: string }[] = [
   },
 ];
 
+/** The sans-IO protocol codecs. */
+const CODECS = ["proxy/h3/", "proxy/h2/"] as const;
+/** What the codecs share (Huffman code, prefixed integers, byte strings). */
+const SHARED_CODEC = "proxy/hpack_common/";
+
 const UNSTABLE =
   /\bnew\s+Deno\.QuicEndpoint\b|\bDeno\.(connectQuic|openKv|upgradeWebTransport)\s*[(<]/;
 const COMMENT = /^\s*(\*|\/\/)/;
@@ -88,8 +96,15 @@ export function checkImport(edge: ImportEdge): Violation[] {
   const add = (rule: string) => out.push({ file: from, line, rule: `${rule} (found "${to}")` });
   const local = isLocal(to);
   const test = isTestOrBench(from);
-  if (isUnder(from, "proxy/h3/") && !test && !(local && isUnder(to, "proxy/h3/"))) {
-    add("proxy/h3 imports only itself");
+  for (const codec of CODECS) {
+    if (
+      isUnder(from, codec) && !test && !(local && (isUnder(to, codec) || isUnder(to, SHARED_CODEC)))
+    ) {
+      add(`${codec.slice(0, -1)} imports only itself`); // and the shared piece
+    }
+  }
+  if (isUnder(from, SHARED_CODEC) && !test && !(local && isUnder(to, SHARED_CODEC))) {
+    add(`${SHARED_CODEC.slice(0, -1)} imports only itself`);
   }
   if (
     isUnder(from, "payments/domain/") && !test && local &&
@@ -124,13 +139,17 @@ export function checkImport(edge: ImportEdge): Violation[] {
 /** Checks one file's text against the rules on text that apply to its path. */
 export function checkText(file: string, text: string): Violation[] {
   const out: Violation[] = [];
-  const h3 = isUnder(file, "proxy/h3/") && !isTestOrBench(file);
+  const sansIo = [...CODECS, SHARED_CODEC].some((d) => isUnder(file, d)) && !isTestOrBench(file);
   const mayUseUnstable = basename(file) === "main.ts" || isUnder(file, "proxy/quic/") ||
     isTestOrBench(file) || isUnder(file, "examples/");
   text.split("\n").forEach((src, i) => {
     if (COMMENT.test(src)) return;
-    if (h3 && /\bDeno\./.test(src)) {
-      out.push({ file, line: i + 1, rule: "proxy/h3 is sans-IO: no Deno.* API" });
+    if (sansIo && /\bDeno\./.test(src)) {
+      out.push({
+        file,
+        line: i + 1,
+        rule: `${file.split("/").slice(0, 2).join("/")} is sans-IO: no Deno.* API`,
+      });
     }
     if (!mayUseUnstable && UNSTABLE.test(src)) {
       out.push({ file, line: i + 1, rule: "unstable Deno API outside main.ts / proxy/quic/" });

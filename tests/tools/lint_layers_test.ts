@@ -11,6 +11,19 @@ Deno.test("lint:layers: proxy/h3 imports only itself; its tests may import anyth
   assert.deepEqual(rules("proxy/h3/frames_test.ts", "npm:fast-check@^4"), []);
 });
 
+Deno.test("lint:layers: proxy/h2 and proxy/h3 share only proxy/hpack_common/", () => {
+  assert.deepEqual(rules("proxy/h3/qpack/decoder.ts", "proxy/hpack_common/huffman.ts"), []);
+  assert.deepEqual(rules("proxy/h2/hpack.ts", "proxy/hpack_common/prefix_int.ts"), []);
+  assert.match(rules("proxy/h2/hpack.ts", "proxy/h3/errors.ts")[0], /h2 imports only itself/);
+  assert.match(rules("proxy/h2/session.ts", "shared/bytes.ts")[0], /h2 imports only itself/);
+  assert.match(
+    rules("proxy/hpack_common/bytes.ts", "proxy/h3/errors.ts")[0],
+    /imports only itself/,
+  );
+  assert.equal(checkText("proxy/h2/session.ts", "Deno.now()").length, 1);
+  assert.equal(checkText("proxy/hpack_common/bytes.ts", "Deno.now()").length, 1);
+});
+
 Deno.test("lint:layers: payments/domain imports only shared/ among the project's files", () => {
   assert.deepEqual(rules("payments/domain/money.ts", "shared/payments_schemas.ts"), []);
   assert.deepEqual(rules("payments/domain/money.ts", "node:crypto"), []);

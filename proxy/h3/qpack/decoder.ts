@@ -24,11 +24,11 @@
  */
 
 import { H3Code, H3Error } from "../errors.ts";
-import { huffmanDecodeToScratch, huffmanScratch } from "./huffman.ts";
+import { huffmanDecodeToScratch, huffmanScratch } from "../../hpack_common/huffman.ts";
 import { prefixIntEnd, readPrefixInt } from "./prefix_int.ts";
 import { STATIC_NAMES, STATIC_VALUES } from "./static_table.ts";
 import { DynamicTable, ENTRY_OVERHEAD } from "./dynamic_table.ts";
-import { ByteWriter, latin1 } from "./_bytes.ts";
+import { ByteWriter, latin1 } from "../../hpack_common/bytes.ts";
 
 /** Returned by {@link QpackDecoder.decodeSection} when the section must wait for inserts. */
 export const BLOCKED: unique symbol = Symbol("qpack blocked");

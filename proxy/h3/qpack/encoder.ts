@@ -9,7 +9,7 @@
  */
 
 import { H3Code, H3Error } from "../errors.ts";
-import { ByteWriter, type HuffmanChoice } from "./_bytes.ts";
+import { ByteWriter, type HuffmanChoice } from "../../hpack_common/bytes.ts";
 import { prefixIntEnd, readPrefixInt } from "./prefix_int.ts";
 import { staticLookup } from "./static_table.ts";
 

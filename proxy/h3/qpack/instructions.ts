@@ -11,9 +11,9 @@
  * @module
  */
 
-import { ByteWriter, type HuffmanChoice } from "./_bytes.ts";
+import { ByteWriter, type HuffmanChoice } from "../../hpack_common/bytes.ts";
 
-export type { HuffmanChoice } from "./_bytes.ts";
+export type { HuffmanChoice } from "../../hpack_common/bytes.ts";
 
 /** Options of literal field line encoders. */
 export interface LiteralOptions {

@@ -30,7 +30,7 @@ export {
   HuffmanDecodeError,
   huffmanEncode,
   huffmanEncodedLength,
-} from "./huffman.ts";
+} from "../../hpack_common/huffman.ts";
 export {
   decodePrefixInt,
   encodePrefixInt,

@@ -1,18 +1,26 @@
 /**
- * Prefixed integers (RFC 7541 §5.1), as used by every QPACK instruction
- * (RFC 9204 §4.1.1).
- *
- * Values are JavaScript numbers; anything above `Number.MAX_SAFE_INTEGER`
- * (2^53 - 1) is rejected as an implementation limit (RFC 9204 §2.1.5 allows
- * this: such values exceed every limit we would accept anyway).
+ * Prefixed integers (RFC 7541 §5.1) as QPACK uses them (RFC 9204 §4.1.1):
+ * the shared code of `proxy/hpack_common/prefix_int.ts`, with a value that
+ * does not fit raised as the connection error the caller names.
  *
  * @module
  */
 
 import { H3Code, H3Error, NEED_MORE, type NeedMore } from "../errors.ts";
+import {
+  MAX_PREFIX_INT,
+  PREFIX_INT_NEED_MORE,
+  prefixIntEnd,
+  readPrefixInt as readShared,
+} from "../../hpack_common/prefix_int.ts";
 
-/** Largest value {@link decodePrefixInt} accepts: 2^53 - 1. */
-export const MAX_PREFIX_INT: number = Number.MAX_SAFE_INTEGER;
+export {
+  encodePrefixInt,
+  MAX_PREFIX_INT,
+  prefixIntEnd,
+  prefixIntLength,
+  writePrefixInt,
+} from "../../hpack_common/prefix_int.ts";
 
 /** A decoded prefixed integer and the offset just after it. */
 export interface PrefixInt {
@@ -23,14 +31,8 @@ export interface PrefixInt {
 }
 
 /**
- * Position after the last integer read by {@link readPrefixInt}. Module state
- * avoids an allocation per integer on the hot path.
- */
-export let prefixIntEnd = 0;
-
-/**
  * Fast form of {@link decodePrefixInt} for the codec's hot paths: returns the
- * value (and sets {@link prefixIntEnd}) or -1 when the bytes end early.
+ * value (and sets `prefixIntEnd`) or -1 when the bytes end early.
  *
  * @throws {H3Error} with `errorCode` (connection scope) on overflow.
  */
@@ -41,30 +43,9 @@ export function readPrefixInt(
   prefixBits: number,
   errorCode: number,
 ): number {
-  if (offset >= end) return -1;
-  const max = (1 << prefixBits) - 1;
-  let value = bytes[offset] & max;
-  let pos = offset + 1;
-  if (value < max) {
-    prefixIntEnd = pos;
-    return value;
-  }
-  let scale = 1;
-  for (;;) {
-    if (pos >= end) return -1;
-    const b = bytes[pos++];
-    value += (b & 0x7f) * scale;
-    if ((b & 0x80) === 0) break;
-    scale *= 128;
-    if (scale > 2 ** 56) {
-      throw new H3Error(errorCode, "connection", "prefixed integer too long");
-    }
-  }
-  if (value > MAX_PREFIX_INT) {
-    throw new H3Error(errorCode, "connection", "prefixed integer exceeds 2^53-1");
-  }
-  prefixIntEnd = pos;
-  return value;
+  const value = readShared(bytes, offset, end, prefixBits);
+  if (value >= 0 || value === PREFIX_INT_NEED_MORE) return value;
+  throw new H3Error(errorCode, "connection", `prefixed integer exceeds 2^53-1 (${MAX_PREFIX_INT})`);
 }
 
 /**
@@ -90,61 +71,4 @@ export function decodePrefixInt(
   const value = readPrefixInt(bytes, offset, bytes.length, prefixBits, errorCode);
   if (value < 0) return NEED_MORE;
   return { value, next: prefixIntEnd };
-}
-
-/** Number of bytes the prefixed encoding of `value` takes. */
-export function prefixIntLength(value: number, prefixBits: number): number {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return 1;
-  let n = 2;
-  value -= max;
-  while (value >= 128) {
-    value = Math.floor(value / 128);
-    n++;
-  }
-  return n;
-}
-
-/**
- * Write `value` with a `prefixBits` prefix into `out` at `offset`, OR-ing
- * `flags` into the first byte; returns the offset after the integer.
- */
-export function writePrefixInt(
-  out: Uint8Array,
-  offset: number,
-  value: number,
-  prefixBits: number,
-  flags: number,
-): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`prefixed integer out of range: ${value}`);
-  }
-  const max = (1 << prefixBits) - 1;
-  if (value < max) {
-    out[offset] = flags | value;
-    return offset + 1;
-  }
-  out[offset++] = flags | max;
-  value -= max;
-  while (value >= 128) {
-    out[offset++] = (value % 128) | 0x80;
-    value = Math.floor(value / 128);
-  }
-  out[offset++] = value;
-  return offset;
-}
-
-/**
- * Encode `value` as a prefixed integer with a `prefixBits` (1..8) prefix; the
- * bits above the prefix in the first byte are `flags`.
- *
- * @example
- * ```ts
- * encodePrefixInt(1337, 5); // 1f 9a 0a (RFC 7541 C.1.2)
- * ```
- */
-export function encodePrefixInt(value: number, prefixBits: number, flags = 0): Uint8Array {
-  const out = new Uint8Array(prefixIntLength(value, prefixBits));
-  writePrefixInt(out, 0, value, prefixBits, flags);
-  return out;
 }

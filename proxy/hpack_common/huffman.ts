@@ -1,6 +1,7 @@
 /**
- * The static Huffman code of RFC 7541 Appendix B, used by QPACK string
- * literals (RFC 9204 §4.1.2).
+ * The static Huffman code of RFC 7541 Appendix B, used by HPACK string
+ * literals (RFC 7541 §5.2) and
+ * QPACK string literals (RFC 9204 §4.1.2).
  *
  * Decoding is table driven: a byte-at-a-time state machine (256 states x 256
  * input bytes) is derived from the code table the first time a string is

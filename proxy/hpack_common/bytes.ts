@@ -1,6 +1,7 @@
 /**
- * Internal helpers: byte strings (one char per byte) and a growable writer
- * for QPACK integers and string literals.
+ * Byte strings (one char per byte) and a growable writer for the integers
+ * and string literals of HPACK (RFC 7541 §5) and QPACK (RFC 9204 §4.1), shared
+ * by both codecs.
  *
  * @module
  */
