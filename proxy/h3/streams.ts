@@ -131,11 +131,13 @@ export interface ControlStreamParserOptions extends FrameDecoderOptions {
  *   H3_FRAME_ERROR (RFC 9114 §7.1).
  * - a GOAWAY with a larger ID than an earlier one → H3_ID_ERROR (RFC 9114
  *   §5.2); a MAX_PUSH_ID smaller than an earlier one → H3_ID_ERROR (§7.2.7).
+ * - from a client, a CANCEL_PUSH above the largest MAX_PUSH_ID it sent (or
+ *   before any) → H3_ID_ERROR (§7.2.3).
  * - the stream ends ({@link end}) → H3_CLOSED_CRITICAL_STREAM (§6.2.1).
  *
  * IDs above 2^53 - 1 are approximate (see `varint.ts`).
- * Checking CANCEL_PUSH IDs against pushes actually promised is left to the
- * caller, which knows its promises (RFC 9114 §7.2.3).
+ * Checking CANCEL_PUSH IDs within MAX_PUSH_ID against pushes actually
+ * promised is left to the caller, which knows its promises (RFC 9114 §7.2.3).
  */
 export class ControlStreamParser {
   readonly #dec: FrameDecoder;
@@ -216,9 +218,22 @@ export class ControlStreamParser {
           events.push({ type: "max_push_id", id });
           break;
         }
-        case FrameType.CANCEL_PUSH:
-          events.push({ type: "cancel_push", id: singleVarint(payload, "CANCEL_PUSH") });
+        case FrameType.CANCEL_PUSH: {
+          const id = singleVarint(payload, "CANCEL_PUSH");
+          // From a client: a push ID it never allowed (no MAX_PUSH_ID yet, or
+          // above the largest) cannot name a push (RFC 9114 §7.2.3).
+          if (this.#peer === "client" && id > this.#maxPushId) {
+            throw new H3Error(
+              H3Code.ID_ERROR,
+              "connection",
+              this.#maxPushId < 0
+                ? `CANCEL_PUSH ${id} before any MAX_PUSH_ID`
+                : `CANCEL_PUSH ${id} above MAX_PUSH_ID ${this.#maxPushId}`,
+            );
+          }
+          events.push({ type: "cancel_push", id });
           break;
+        }
         default:
           // SETTINGS (a second one), HEADERS, PUSH_PROMISE.
           throw this.#unexpected(type);

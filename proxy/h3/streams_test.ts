@@ -175,6 +175,24 @@ Deno.test("RFC 9114 §7.2.7: MAX_PUSH_ID from a server is H3_FRAME_UNEXPECTED; a
   assertH3Error(() => c.push(encodeMaxPushId(4)), H3Code.ID_ERROR, "connection");
 });
 
+Deno.test("RFC 9114 §7.2.3: a client's CANCEL_PUSH above its MAX_PUSH_ID (or before any) is H3_ID_ERROR", () => {
+  const none = new ControlStreamParser();
+  none.push(SETTINGS);
+  assertH3Error(() => none.push(encodeCancelPush(5)), H3Code.ID_ERROR, "connection");
+  const zero = new ControlStreamParser();
+  zero.push(SETTINGS);
+  assertH3Error(() => zero.push(encodeCancelPush(0)), H3Code.ID_ERROR, "connection");
+  const some = new ControlStreamParser();
+  assert.deepEqual(some.push(concat(SETTINGS, encodeMaxPushId(4), encodeCancelPush(4))).at(-1), {
+    type: "cancel_push",
+    id: 4,
+  });
+  assertH3Error(() => some.push(encodeCancelPush(5)), H3Code.ID_ERROR, "connection");
+  // A server's CANCEL_PUSH names a push it promised: the client checks that.
+  const server = new ControlStreamParser({ peer: "server" });
+  assert.equal(server.push(concat(SETTINGS, encodeCancelPush(7))).length, 2);
+});
+
 Deno.test("RFC 9114 §6.2.1: closing the control stream is H3_CLOSED_CRITICAL_STREAM", () => {
   const p = new ControlStreamParser();
   p.push(SETTINGS);

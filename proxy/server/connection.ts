@@ -258,6 +258,15 @@ export class H3Connection implements StreamContext {
       return (chunk) => {
         for (const ev of parser.push(chunk)) {
           if (ev.type === "goaway") log.trace("peer sent GOAWAY {id}", { id: ev.id });
+          if (ev.type === "cancel_push") {
+            // This server never sends PUSH_PROMISE: no push ID was ever
+            // mentioned, so none can be cancelled (RFC 9114 §7.2.3).
+            throw new H3Error(
+              H3Code.ID_ERROR,
+              "connection",
+              `CANCEL_PUSH ${ev.id} for a push never promised`,
+            );
+          }
         }
       };
     }

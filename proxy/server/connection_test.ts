@@ -272,6 +272,21 @@ Deno.test("RFC 9114 §6.2.1: closing the control stream is H3_CLOSED_CRITICAL_ST
   await expectClose(client, served, H3Code.CLOSED_CRITICAL_STREAM);
 });
 
+Deno.test("RFC 9114 §7.2.3: CANCEL_PUSH with no MAX_PUSH_ID sent is H3_ID_ERROR", async () => {
+  const { client, served } = setup();
+  await openControl(client, [encodeFrame(FrameType.CANCEL_PUSH, Uint8Array.of(5))]);
+  await expectClose(client, served, H3Code.ID_ERROR);
+});
+
+Deno.test("RFC 9114 §7.2.3: CANCEL_PUSH of a push never promised is H3_ID_ERROR, even within MAX_PUSH_ID", async () => {
+  const { client, served } = setup();
+  await openControl(client, [
+    encodeFrame(FrameType.MAX_PUSH_ID, Uint8Array.of(10)),
+    encodeFrame(FrameType.CANCEL_PUSH, Uint8Array.of(2)),
+  ]);
+  await expectClose(client, served, H3Code.ID_ERROR);
+});
+
 Deno.test("RFC 9114 §6.2.3: unknown stream types are drained and ignored", async () => {
   const { client, served } = setup();
   await openControl(client);
