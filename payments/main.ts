@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
 import { KV_CONNECT_MAX_CHECKS } from "./app.ts";
-import { DEFAULT_CONNECTION_LIMITS } from "./serve_connections.ts";
+import { DEFAULT_CONNECTION_LIMITS } from "../shared/serve_connections.ts";
 import { startPaymentsServer } from "./server.ts";
 
 /** Default KV location. */

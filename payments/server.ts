@@ -20,7 +20,7 @@ import {
   type ConnectionServer,
   perConnectionServeAvailable,
   serveConnections,
-} from "./serve_connections.ts";
+} from "../shared/serve_connections.ts";
 
 const log = getLogger(["payments", "server"]);
 

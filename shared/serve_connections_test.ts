@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { generateDevCerts } from "../shared/certs/generate.ts";
+import { generateDevCerts } from "./certs/generate.ts";
 import {
   type ConnectionServer,
   perConnectionServeAvailable,
