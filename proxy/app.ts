@@ -15,7 +15,7 @@ import {
   createBalancer,
 } from "./balancer/mod.ts";
 import type { ProxyMetrics } from "./metrics/metrics.ts";
-import { checkRequestTarget } from "./router/request_target.ts";
+import { checkAuthority, checkRequestTarget } from "./router/request_target.ts";
 import { Router } from "./router/router.ts";
 import { errorResponse } from "./server/error_response.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler } from "./server/types.ts";
@@ -107,6 +107,12 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     const ambiguous = checkRequestTarget(path);
     if (ambiguous !== null) return Promise.resolve(refuse(req, 400, "bad_request", ambiguous));
     const authority = head.authority ?? head.fields.find(([n]) => n === "host")?.[1];
+    // An authority no origin can have (port 99999) would fail at the backend
+    // and be counted against it: the client's fault, answered here.
+    const badAuthority = authority === undefined ? null : checkAuthority(authority);
+    if (badAuthority !== null) {
+      return Promise.resolve(refuse(req, 400, "bad_request", badAuthority));
+    }
     const poolName = router.match(authority, path);
     if (poolName === null) {
       return Promise.resolve(refuse(req, 404, "not_found", "no route matches this request"));

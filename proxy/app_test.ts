@@ -215,3 +215,28 @@ Deno.test("RFC 9114 §3.1: a :scheme other than https is 400", async () => {
   assert.equal(res.status, 400);
   assert.equal(transport.seen.length, 0);
 });
+
+Deno.test("RFC 3986 §3.2: an impossible :authority, or host without :authority, is 400 and never forwarded", async () => {
+  const transport = transportOf(() => ok());
+  const metrics = new ProxyMetrics();
+  const app = createProxyApp({
+    config: CONFIG,
+    metrics,
+    health: { isAvailable: () => true },
+    transport,
+  });
+  const req = request("/api/x");
+  for (const authority of ["localhost:99999", "[::::]", "a@b.test"]) {
+    const res = await app({ ...req, head: { ...req.head, authority } });
+    assert.equal(res.status, 400, authority);
+  }
+  const hostOnly = await app({
+    ...req,
+    head: { ...req.head, authority: undefined, fields: [["host", "localhost:65536"]] },
+  });
+  assert.equal(hostOnly.status, 400);
+  assert.equal(transport.seen.length, 0);
+  assert.equal(metrics.global.get("backend_errors"), 0n);
+  const fine = await app({ ...req, head: { ...req.head, authority: "localhost:65535" } });
+  assert.equal(fine.status, 200);
+});
