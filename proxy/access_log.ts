@@ -2,7 +2,8 @@
  * The access log: one line per finished request, like Caddy's and Envoy's,
  * with time, client address, method, authority, path (secrets redacted by
  * the shared redaction rules), status, response bytes, duration, time to the
- * backend's response head, backend id and HTTP/3 stream id.
+ * backend's response head, backend id and HTTP/3 stream id (`listener=tcp`
+ * for the TCP fallback).
  *
  * It is written on the request path, so it is built to cost little: lines
  * are formatted by hand (no LogTape record), paths are redacted once and
@@ -19,8 +20,8 @@
  * @example
  * ```ts
  * const access = createAccessLog({ format: "text", write: (s) => Deno.stderr.writeSync(new TextEncoder().encode(s)) });
- * // H3Server hooks: { requestDone: access.log }
- * await access.close();
+ * // fed by the request sink: createRequestSink(metrics, access)
+ * access.close();
  * ```
  *
  * @module
@@ -44,15 +45,17 @@ export interface AccessLogOptions {
   write(text: string): void;
   /** Wall clock in ms; default `Date.now`. */
   now?: () => number;
+  /** Called once by `close`, after the last write (e.g. closes the file). */
+  onClose?: () => void;
 }
 
 /** A running access log. */
 export interface AccessLog {
-  /** Records one finished request (a `ConnectionHooks.requestDone`). */
+  /** Writes one finished request's line (called by the request sink, `request_log.ts`). */
   log(record: RequestRecord): void;
   /** Writes what is batched. */
   flush(): void;
-  /** Writes what is batched and stops the flush timer. */
+  /** Writes what is batched, stops the flush timer and releases the destination. */
   close(): void;
 }
 
@@ -70,6 +73,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
   let second = -1;
   let stamp = "";
   let iso = "";
+  let closed = false;
 
   const redactPath = (path: string): string => {
     let r = paths.get(path);
@@ -113,7 +117,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
       } ${redactPath(r.path)}" ${r.status} ${r.bytes} ${r.durationMs.toFixed(1)}ms`;
     if (r.upstreamMs !== undefined) line += ` upstream=${r.upstreamMs.toFixed(1)}ms`;
     if (r.backend !== undefined) line += ` backend=${r.backend}`;
-    line += ` stream=${r.streamId}`;
+    line += r.listener === "tcp" ? " listener=tcp" : ` stream=${r.streamId}`;
     if (r.outcome !== "complete") line += ` outcome=${r.outcome}`;
     return line + "\n";
   };
@@ -131,6 +135,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
       duration_ms: Math.round(r.durationMs * 10) / 10,
       upstream_ms: r.upstreamMs === undefined ? null : Math.round(r.upstreamMs * 10) / 10,
       backend: r.backend ?? null,
+      listener: r.listener,
       stream_id: r.streamId,
       outcome: r.outcome,
     }) + "\n";
@@ -146,6 +151,11 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
       else timer ??= setTimeout(flush, FLUSH_MS);
     },
     flush,
-    close: flush,
+    close() {
+      if (closed) return;
+      closed = true;
+      flush();
+      opts.onClose?.();
+    },
   };
 }

@@ -3,6 +3,7 @@ import { createAccessLog, FLUSH_MS } from "./access_log.ts";
 import type { RequestRecord } from "./server/types.ts";
 
 const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
+  listener: "h3",
   streamId: 8,
   remote: { hostname: "192.0.2.7", port: 51234 },
   method: "GET",
@@ -52,4 +53,24 @@ Deno.test("access log: secrets in the path and query are redacted by the shared 
   assert.equal(line.backend, "api-1");
   assert.equal(line.outcome, "broken");
   assert.equal(line.client, "192.0.2.7:51234");
+});
+
+Deno.test("access log: a TCP-fallback line says listener=tcp; close flushes once and calls onClose once", () => {
+  const writes: string[] = [];
+  let closes = 0;
+  const access = createAccessLog({
+    format: "text",
+    write: (t) => writes.push(t),
+    now: () => NOW,
+    onClose: () => closes++,
+  });
+  access.log(
+    record({ listener: "tcp", streamId: 0, method: "-", path: "-", authority: undefined }),
+  );
+  access.close();
+  access.close();
+  assert.equal(closes, 1);
+  assert.deepEqual(writes, [
+    '[2026-11-24 10:40:00] [INFO] [proxy::access] 192.0.2.7:51234 "- - -" 200 1234 12.3ms upstream=10.1ms backend=api-1 listener=tcp\n',
+  ]);
 });

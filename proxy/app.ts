@@ -40,6 +40,8 @@ export interface ProxyAppDeps {
 
 interface Pool extends PoolTarget {
   balancer: Balancer;
+  /** Ids of the pool's backends. */
+  ids: string[];
 }
 
 /**
@@ -78,13 +80,14 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
         { random: deps.random },
       ),
       timeoutMs: u.request_timeout_ms,
+      ids: u.backends.map((b) => b.id),
     });
   }
   const isAvailable = (id: string) => health.isAvailable(id);
   const forward = createForwarder({ transport: deps.transport, health, metrics });
 
+  // Counted and logged once finished, by the request sink (request_log.ts).
   const refuse = (req: IncomingRequest, status: number, error: string, message: string) => {
-    metrics.record(null, status);
     req.body?.cancel().catch(() => {});
     return errorResponse(status, error, message);
   };
@@ -134,6 +137,19 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       );
     }
     if (candidates.length === 0) {
+      // Backends disabled by the admin API are not unhealthy: say which it is.
+      const ids = pool.ids;
+      const enabled = health.isEnabled ? ids.filter((id) => health.isEnabled!(id)) : ids;
+      if (enabled.length === 0) {
+        return Promise.resolve(
+          refuse(
+            req,
+            503,
+            "no_enabled_backend",
+            `no enabled backend in pool ${pool.name} (all disabled by the admin API)`,
+          ),
+        );
+      }
       return Promise.resolve(
         refuse(req, 503, "no_healthy_backend", `no healthy backend in pool ${pool.name}`),
       );

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { parseConfigText } from "./config/load.ts";
 import { createProxyApp } from "./app.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
+import { createRequestSink } from "./request_log.ts";
 import type { IncomingRequest } from "./server/types.ts";
 import type { Config } from "./config/schema.ts";
 import {
@@ -74,11 +75,31 @@ Deno.test("proxy app: counters follow the spec's table, globally and per backend
     health: { isAvailable: () => true },
     transport,
   });
-  assert.equal((await app(request("/api/x"))).status, 200);
-  assert.equal((await app(request("/api/missing"))).status, 404);
-  assert.equal((await app(request("/api/boom"))).status, 502);
-  assert.equal((await app(request("/api/slow"))).status, 503);
-  assert.equal((await app(request("/nothing"))).status, 404);
+  // The server layer hands each finished request to the one sink, which counts it.
+  const sink = createRequestSink(metrics);
+  const served = async (path: string) => {
+    const res = await app(request(path));
+    sink.finished({
+      listener: "h3",
+      streamId: 0,
+      remote: { hostname: "192.0.2.7", port: 5000 },
+      method: "GET",
+      authority: "example.test",
+      path,
+      status: res.status,
+      bytes: 0,
+      durationMs: 1,
+      backend: res.backend,
+      failure: res.failure,
+      outcome: "complete",
+    });
+    return res.status;
+  };
+  assert.equal(await served("/api/x"), 200);
+  assert.equal(await served("/api/missing"), 404);
+  assert.equal(await served("/api/boom"), 502);
+  assert.equal(await served("/api/slow"), 503);
+  assert.equal(await served("/nothing"), 404);
   assert.deepEqual(metrics.global.snapshot(), {
     requests_total: 5n,
     requests_success: 1n,
@@ -119,7 +140,7 @@ Deno.test("proxy app: a connect failure is retried once on the next candidate", 
   assert.equal(res.backend, "a2");
   assert.deepEqual(transport.seen.map((r) => r.address), ["10.0.0.1:80", "10.0.0.2:80"]);
   assert.deepEqual(reports, ["a1:connect", "a2:success"]);
-  assert.equal(metrics.global.get("requests_success"), 1n);
+  assert.equal(metrics.global.get("requests_total"), 0n, "counted by the sink, not the app");
 });
 
 Deno.test("proxy app: a streamed body is never retried", async () => {
@@ -239,4 +260,29 @@ Deno.test("RFC 3986 §3.2: an impossible :authority, or host without :authority,
   assert.equal(metrics.global.get("backend_errors"), 0n);
   const fine = await app({ ...req, head: { ...req.head, authority: "localhost:65535" } });
   assert.equal(fine.status, 200);
+});
+
+Deno.test("proxy app: a pool whose backends are all disabled says no enabled backend, not no healthy one", async () => {
+  const app = createProxyApp({
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => false, isEnabled: () => false },
+    transport: transportOf(() => ok()),
+  });
+  const res = await app(request("/api/x"));
+  assert.equal(res.status, 503);
+  const body = JSON.parse(new TextDecoder().decode(res.body as Uint8Array));
+  assert.equal(body.error, "no_enabled_backend");
+  assert.match(body.message, /no enabled backend in pool api/);
+  const unhealthy = createProxyApp({
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => false, isEnabled: () => true },
+    transport: transportOf(() => ok()),
+  });
+  const res2 = await unhealthy(request("/api/x"));
+  assert.equal(
+    JSON.parse(new TextDecoder().decode(res2.body as Uint8Array)).error,
+    "no_healthy_backend",
+  );
 });

@@ -22,6 +22,7 @@ import { H3Server } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
 import { createUpstreamTransport } from "./upstream/create_transport.ts";
 import { type AccessLog, createAccessLog } from "./access_log.ts";
+import { createRequestSink, type RequestSink } from "./request_log.ts";
 import { settledWithin } from "../shared/deadline.ts";
 
 const HELP = `${PRODUCT} ${VERSION}: HTTP/3 edge proxy forwarding to HTTP/2 backends
@@ -172,7 +173,8 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     transport: upstream.transport,
     probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
   });
-  const access = openAccessLog(config);
+  // Every finished request, on every listener, is counted and logged here once.
+  const sink = createRequestSink(runtime.metrics, openAccessLog(config));
   runtime.start();
   const metrics = runtime.metrics;
 
@@ -201,7 +203,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     hooks: {
       streamOpened: () => metrics.activeStreams++,
       streamClosed: () => metrics.activeStreams--,
-      requestDone: access?.log,
+      requestDone: sink.finished,
     },
     onConnectionOpened: () => metrics.activeConnections++,
     onConnectionClosed: () => metrics.activeConnections--,
@@ -210,6 +212,8 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   const port = transport.addr.port;
 
   const { promise: stop, resolve: requestStop } = Promise.withResolvers<string>();
+  /** The configuration whose `log` settings are in effect. */
+  let logged = config;
 
   let fallback: Deno.HttpServer | undefined;
   if (config.listen.tcp_fallback) {
@@ -219,7 +223,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       cert,
       key,
       onListen() {},
-    }, tcpFallbackHandler(runtime.handler, port));
+    }, tcpFallbackHandler(runtime.handler, port, { done: sink.finished }));
     log.info("TCP fallback (HTTP/2, HTTP/1.1 over TLS) on {address}:{port}", {
       address: config.listen.address,
       port,
@@ -262,6 +266,10 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       return { ok: false, errors: [error] };
     }
     const restartRequired = await runtime.reload(loaded.config);
+    // Logging as the new file says: level, log file, access log.
+    const logChange = await applyLogConfig(logged, loaded.config, sink);
+    logged = loaded.config;
+    restartRequired.push(...logChange);
     if (renewed) {
       log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
       if (config.listen.tcp_fallback) {
@@ -305,7 +313,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   Deno.removeSignalListener("SIGHUP", onHup);
 
   log.info("Draining connections ({reason})", { reason });
-  const drainMs = config.limits.drain_timeout_ms;
+  const drainMs = runtime.config.limits.drain_timeout_ms;
   const drains: Promise<unknown>[] = [server.shutdown(drainMs)];
   // Deno.serve's shutdown waits for every handler; past the drain bound the
   // transport is closed below, which ends whatever a handler still waits on.
@@ -315,10 +323,58 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   await runtime.stop();
   await settledWithin(admin?.shutdown() ?? Promise.resolve(), 1000);
   probeClient.close();
-  access?.close();
+  sink.close();
   log.info("Shutdown complete");
   await teardownLogging();
   return 0;
+}
+
+/**
+ * Applies the `log` settings of a reloaded configuration when they differ
+ * from those in effect: the level and the log file (LogTape is configured
+ * anew), and the access log (reopened with its new format and file; the old
+ * one is flushed and closed). Returns what cannot take effect: a level
+ * `RUST_LOG` overrides is listed as `log.level (RUST_LOG overrides it)`.
+ */
+async function applyLogConfig(
+  current: Config,
+  next: Config,
+  sink: RequestSink,
+): Promise<string[]> {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const notes: string[] = [];
+  const log = getLogger(["proxy"]);
+  const rustLog = Deno.env.get("RUST_LOG");
+  const levelChanged = current.log.level !== next.log.level;
+  if (levelChanged || !same(current.log.file, next.log.file)) {
+    try {
+      await setupLogging({
+        service: PRODUCT,
+        level: next.log.level,
+        file: next.log.file,
+        rustLog,
+      });
+      log.info("logging reconfigured: level {level}{file}", {
+        level: next.log.level,
+        file: next.log.file.enabled ? `, file ${next.log.file.path}` : "",
+      });
+    } catch (err) {
+      log.error("log settings not applied: {error}", { error: (err as Error).message });
+      notes.push("log (cannot be applied: see the log)");
+    }
+    if (levelChanged && rustLog !== undefined && rustLog.trim() !== "") {
+      notes.push("log.level (RUST_LOG overrides it)");
+    }
+  }
+  if (levelChanged || !same(current.log, next.log)) {
+    try {
+      sink.setAccessLog(openAccessLog(next));
+    } catch (err) {
+      log.error("access log not reopened: {error}", { error: (err as Error).message });
+      notes.push("log.access (cannot be applied: see the log)");
+    }
+  }
+  return notes;
 }
 
 /**
@@ -333,11 +389,13 @@ function openAccessLog(config: Config): AccessLog | undefined {
   let out: { writeSync(p: Uint8Array): number } = Deno.stderr;
   const path = conf.file ??
     (config.log.file.enabled ? resolveLogFilePath(PRODUCT, config.log.file.path) : undefined);
+  let file: Deno.FsFile | undefined;
   if (path !== undefined) {
-    out = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
+    out = file = Deno.openSync(path, { append: true, create: true, mode: 0o600 });
   }
   return createAccessLog({
     format: conf.format,
+    onClose: () => file?.close(),
     write(text) {
       const bytes = encoder.encode(text);
       let off = 0;

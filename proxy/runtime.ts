@@ -55,26 +55,41 @@ interface Generation {
 }
 
 /**
- * Keys whose change needs a restart: they belong to the listeners. (A new
- * certificate, `listen.tls`, is the caller's: the HTTP/3 listener takes it
- * at reload.)
+ * The changed keys of `next` that take effect only after a restart, compared
+ * with `running`: the configuration the process started with, which is what
+ * its listeners, QUIC admission limits, upstream workers and admin listener
+ * still use (so a change reverted before a restart is no longer listed).
+ * Everything else a reload applies: routes, pools, backends, weights, health
+ * checks, load balancing, `passive_health`, `limits.drain_timeout_ms`,
+ * `log` (by the caller; see main.ts) and the certificate of HTTP/3.
+ *
+ * @example
+ * ```ts
+ * restartRequired(running, next); // ["listen.port", "limits.max_connections"]
+ * ```
  */
-function restartNotes(prev: Config, next: Config): string[] {
+export function restartRequired(running: Config, next: Config): string[] {
   const notes: string[] = [];
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  if (prev.listen.address !== next.listen.address || prev.listen.port !== next.listen.port) {
-    notes.push("listen.address/listen.port");
+  for (const key of RESTART_LISTEN) {
+    if (!same(running.listen[key], next.listen[key])) notes.push(`listen.${key}`);
   }
-  if (
-    prev.listen.max_streams !== next.listen.max_streams ||
-    prev.listen.idle_timeout_ms !== next.listen.idle_timeout_ms ||
-    prev.listen.tcp_fallback !== next.listen.tcp_fallback
-  ) notes.push("listen.max_streams/idle_timeout_ms/tcp_fallback");
-  if (!same(prev.limits, next.limits)) notes.push("limits");
-  if (!same(prev.admin, next.admin)) notes.push("admin");
-  if (!same(prev.passive_health, next.passive_health)) notes.push("passive_health");
+  for (const key of Object.keys(running.limits) as Array<keyof Config["limits"]>) {
+    if (key === "drain_timeout_ms") continue; // read at shutdown
+    if (!same(running.limits[key], next.limits[key])) notes.push(`limits.${key}`);
+  }
+  if (!same(running.admin, next.admin)) notes.push("admin");
   return notes;
 }
+
+/** `listen` keys the listeners were created with (the certificate is reloaded). */
+const RESTART_LISTEN = [
+  "address",
+  "port",
+  "max_streams",
+  "idle_timeout_ms",
+  "tcp_fallback",
+] as const;
 
 /**
  * Live proxy state with hot reload and admin controls.
@@ -96,17 +111,17 @@ export class ProxyRuntime {
   readonly #now: () => number;
   readonly #disabled = new Set<string>();
   readonly #weights = new Map<string, number>();
-  readonly #passive: PassiveHealth | null;
+  #passive: PassiveHealth | null;
+  /** The configuration the process started with: what listeners and limits still use. */
+  readonly #running: Config;
   #gen: Generation;
   #started = false;
 
   constructor(config: Config, opts: RuntimeOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => performance.now());
-    const ph = config.passive_health;
-    this.#passive = ph.enabled
-      ? new PassiveHealth({ consecutiveFailures: ph.consecutive_failures, ejectMs: ph.eject_ms })
-      : null;
+    this.#running = config;
+    this.#passive = passiveOf(config);
     this.#gen = this.#build(config);
     this.handler = async (req) => {
       const gen = this.#gen;
@@ -154,6 +169,7 @@ export class ProxyRuntime {
         isAvailable: (id) =>
           !this.#disabled.has(id) && checker.isHealthy(id) && !(passive?.isEjected(id) ?? false),
         isAvailableIgnoringEjection: (id) => !this.#disabled.has(id) && checker.isHealthy(id),
+        isEnabled: (id) => !this.#disabled.has(id),
         report: passive
           ? (id, outcome) => {
             if (outcome === "success") passive.reportSuccess(id);
@@ -182,11 +198,15 @@ export class ProxyRuntime {
 
   /**
    * Swaps in a new, already validated configuration. Returns the changed keys
-   * that only take effect after a restart (listeners, limits, admin).
+   * that only take effect after a restart (see {@link restartRequired}).
    */
   async reload(next: Config): Promise<string[]> {
     const old = this.#gen;
-    const notes = restartNotes(old.config, next);
+    const notes = restartRequired(this.#running, next);
+    if (JSON.stringify(old.config.passive_health) !== JSON.stringify(next.passive_health)) {
+      // New thresholds start from a clean slate: no backend stays ejected.
+      this.#passive = passiveOf(next);
+    }
     const ids = new Set(Object.values(next.upstream).flatMap((u) => u.backends.map((b) => b.id)));
     for (const id of [...this.#weights.keys()]) if (!ids.has(id)) this.#weights.delete(id);
     for (const id of [...this.#disabled]) if (!ids.has(id)) this.#disabled.delete(id);
@@ -261,7 +281,11 @@ export class ProxyRuntime {
     return true;
   }
 
-  /** Overrides a backend's weight until the next reload; `false` for an unknown id. */
+  /**
+   * Overrides a backend's weight; `false` for an unknown id. The override,
+   * like a disabled backend, survives reloads for as long as the backend's
+   * id stays in the configuration, and ends with the process.
+   */
   setWeight(id: string, weight: number): boolean {
     if (!this.#find(id)) return false;
     this.#weights.set(id, weight);
@@ -316,4 +340,11 @@ export class ProxyRuntime {
     await this.#gen.checker.stop();
     await this.#opts.transport.close();
   }
+}
+
+function passiveOf(config: Config): PassiveHealth | null {
+  const ph = config.passive_health;
+  return ph.enabled
+    ? new PassiveHealth({ consecutiveFailures: ph.consecutive_failures, ejectMs: ph.eject_ms })
+    : null;
 }

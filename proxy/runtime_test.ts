@@ -128,7 +128,8 @@ Deno.test("ProxyRuntime: reload swaps routes, names restart-only changes, drops 
   const next = config({ limits: { drain_timeout_ms: 1 } }, {
     api: { route: { path_prefix: "/" }, backends: [{ id: "a1", address: "127.0.0.1:8003" }] },
   });
-  assert.deepEqual(await runtime.reload(next), ["limits"]);
+  // drain_timeout_ms is read at shutdown: nothing to restart for.
+  assert.deepEqual(await runtime.reload(next), []);
   assert.equal(runtime.config, next);
   assert.deepEqual(runtime.backends().map((b) => [b.id, b.weight, b.enabled]), [["a1", 7, true]]);
   calls.length = 0;
@@ -142,17 +143,99 @@ Deno.test("ProxyRuntime: reload swaps routes, names restart-only changes, drops 
   assert.equal(closed.at(-1), "*", "stop() closes the transport, and with it every connection");
 });
 
-Deno.test("ProxyRuntime: listener, admin and passive-health changes need a restart", async () => {
+Deno.test("ProxyRuntime: listener, limits and admin changes need a restart, listed against what runs", async () => {
   const runtime = new ProxyRuntime(config(), fakes().opts);
-  const next = config({
+  const moved = config({
     listen: { protocol: "http3", port: 9999, tls: { cert: "cert.pem", key: "key.pem" } },
+    limits: { max_connections: 10, drain_timeout_ms: 5 },
     admin: { port: 9890 },
     passive_health: { enabled: false },
   });
-  assert.deepEqual(await runtime.reload(next), [
-    "listen.address/listen.port",
+  assert.deepEqual(await runtime.reload(moved), [
+    "listen.port",
+    "limits.max_connections",
     "admin",
-    "passive_health",
   ]);
+  // Reverting before a restart: nothing is pending any more (the listeners
+  // never changed), though the previous reload's file differed.
+  assert.deepEqual(await runtime.reload(config()), []);
   await runtime.stop();
+});
+
+Deno.test("ProxyRuntime: every top-level key is applied on reload or named", async () => {
+  const base = config();
+  const changes: Record<string, [Record<string, unknown>, string[]]> = {
+    listen: [{
+      listen: {
+        protocol: "http3",
+        address: "127.0.0.2",
+        port: 9889,
+        max_streams: 5,
+        idle_timeout_ms: 60000,
+        tcp_fallback: true,
+        tls: { cert: "other.pem", key: "other.key" },
+      },
+    }, [
+      "listen.address",
+      "listen.max_streams",
+      "listen.idle_timeout_ms",
+      "listen.tcp_fallback",
+    ]],
+    load_balancing: [{ load_balancing: { type: "random" } }, []],
+    log: [{ log: { level: "debug", access: { format: "json" } } }, []], // main.ts applies it
+    limits: [{
+      limits: {
+        max_header_list_size: 1000,
+        max_request_body_bytes: 1,
+        drain_timeout_ms: 1,
+        request_idle_timeout_ms: 1000,
+        handshake_timeout_ms: 1000,
+        max_handshakes: 1,
+        max_connections: 1,
+        max_connections_per_address: 1,
+        upstream_workers: 0,
+      },
+    }, [
+      "limits.max_header_list_size",
+      "limits.max_request_body_bytes",
+      "limits.request_idle_timeout_ms",
+      "limits.handshake_timeout_ms",
+      "limits.max_handshakes",
+      "limits.max_connections",
+      "limits.max_connections_per_address",
+      "limits.upstream_workers",
+    ]],
+    admin: [{ admin: { port: 1234 } }, ["admin"]],
+    passive_health: [{ passive_health: { consecutive_failures: 1 } }, []],
+  };
+  for (const [key, [extra, expected]] of Object.entries(changes)) {
+    const runtime = new ProxyRuntime(base, fakes().opts);
+    const next = config(extra);
+    assert.deepEqual(await runtime.reload(next), expected, key);
+    assert.equal(runtime.config, next, key);
+    await runtime.stop();
+  }
+});
+
+Deno.test("ProxyRuntime: a passive_health change is applied at reload (new thresholds, no ejection kept)", async () => {
+  const { opts } = fakes();
+  const runtime = new ProxyRuntime(config({ passive_health: { enabled: false } }), opts);
+  // Passive health off: a failing backend is never ejected.
+  assert.equal(runtime.backends().some((b) => b.ejected), false);
+  await runtime.reload(config({ passive_health: { consecutive_failures: 1, eject_ms: 60000 } }));
+  // On now: one failure reported through the app's health ejects.
+  const failing = new ProxyRuntime(config({ passive_health: { enabled: false } }), {
+    ...opts,
+    transport: {
+      ...opts.transport,
+      exchange: () => Promise.resolve({ status: 500, headers: [], body: null }),
+    },
+  });
+  await failing.handler(get("/"));
+  assert.equal(failing.backends().find((b) => b.id === "w1")!.ejected, false, "off: not ejected");
+  await failing.reload(config({ passive_health: { consecutive_failures: 1, eject_ms: 60000 } }));
+  await failing.handler(get("/"));
+  assert.equal(failing.backends().find((b) => b.id === "w1")!.ejected, true, "on after reload");
+  await runtime.stop();
+  await failing.stop();
 });

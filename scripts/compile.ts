@@ -41,6 +41,7 @@ async function main(): Promise<number> {
         "-A",
         "--unstable-net",
         "--unstable-kv",
+        "--unstable-no-legacy-abort",
         "--output",
         `${ROOT}dist/${t.name}`,
         `${ROOT}${t.entry}`,

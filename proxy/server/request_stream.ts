@@ -242,18 +242,21 @@ function finish(
   outcome: "complete" | "broken" | "aborted",
 ): void {
   const done = ctx.opts.hooks?.requestDone;
-  if (done === undefined || head === undefined) return;
+  if (done === undefined) return;
+  // A request whose head could not be decoded is accounted for too (`-`).
   done({
+    listener: "h3",
     streamId,
     remote: ctx.remote,
-    method: head.method,
-    authority: head.authority,
-    path: head.path ?? "",
+    method: head?.method ?? "-",
+    authority: head?.authority,
+    path: head === undefined ? "-" : head.path ?? "",
     status,
     bytes,
     durationMs: performance.now() - started,
     backend: response?.backend,
     upstreamMs: response?.upstreamMs,
+    failure: response?.failure,
     outcome,
   });
 }

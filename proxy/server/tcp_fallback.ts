@@ -8,22 +8,40 @@
  */
 
 import { type RequestHead, responseHasNoBody } from "../h3/mod.ts";
-import type { RequestHandler } from "./types.ts";
+import { errorResponse } from "./error_response.ts";
+import type { OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
+
+/** Options of {@link tcpFallbackHandler}. */
+export interface TcpFallbackOptions {
+  /**
+   * Called once per request when its response is done (sent, cut, or the
+   * client left): the same finished-request sink the HTTP/3 server feeds.
+   */
+  done?: (record: RequestRecord) => void;
+}
 
 /**
  * Adapts the proxy handler to `Deno.serve`.
  *
+ * `request.signal` is read (it is how the backend exchange learns that the
+ * client left): the project runs with `--unstable-no-legacy-abort`
+ * (deno.json `unstable`), so it aborts only when the client goes away, not
+ * after every successful response, and Deno prints no warning about it.
+ *
  * @example
  * ```ts
- * Deno.serve({ port, cert, key }, tcpFallbackHandler(runtime.handler, port));
+ * Deno.serve({ port, cert, key }, tcpFallbackHandler(runtime.handler, port, { done: sink.finished }));
  * ```
  */
 export function tcpFallbackHandler(
   handler: RequestHandler,
   h3Port: number,
+  opts: TcpFallbackOptions = {},
 ): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
   const altSvc = `h3=":${h3Port}"; ma=86400`;
+  const done = opts.done;
   return async (req, info) => {
+    const started = performance.now();
     const url = new URL(req.url);
     const fields: Array<[string, string]> = [];
     for (const [name, value] of req.headers) fields.push([name, value]);
@@ -37,20 +55,73 @@ export function tcpFallbackHandler(
       contentLength: declared !== null && /^\d+$/.test(declared) ? Number(declared) : undefined,
     };
     const addr = info.remoteAddr as Deno.NetAddr;
-    const res = await handler({
-      head,
-      body: req.body,
-      remote: { hostname: addr.hostname, port: addr.port },
-      signal: req.signal,
-    });
+    const remote = { hostname: addr.hostname, port: addr.port };
+    let res: OutgoingResponse;
+    try {
+      res = await handler({ head, body: req.body, remote, signal: req.signal });
+    } catch {
+      res = errorResponse(500, "internal_error", "internal proxy error");
+    }
     const headers = new Headers();
     for (const [name, value] of res.headers) headers.append(name, value);
     headers.set("alt-svc", altSvc);
     let body: BodyInit | null = null;
+    let bytes = 0;
+    let outcome: RequestRecord["outcome"] = "complete";
     if (!responseHasNoBody(req.method, res.status)) {
-      body = res.body as BodyInit | null;
+      if (res.body instanceof Uint8Array) {
+        body = res.body as Uint8Array<ArrayBuffer>;
+        bytes = res.body.length;
+      } else if (res.body instanceof ReadableStream && done !== undefined) {
+        // Counted as it goes: the sink learns how much was sent and whether
+        // the body ended, broke, or was dropped by a client that left.
+        const reader = res.body.getReader();
+        body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            try {
+              const r = await reader.read();
+              if (r.done) controller.close();
+              else {
+                bytes += r.value.length;
+                controller.enqueue(r.value);
+              }
+            } catch (err) {
+              outcome = "broken";
+              controller.error(err);
+            }
+          },
+          cancel(reason) {
+            outcome = "aborted";
+            return reader.cancel(reason);
+          },
+        }, { highWaterMark: 0 });
+      } else {
+        body = res.body as BodyInit | null;
+      }
     } else if (res.body instanceof ReadableStream) {
       res.body.cancel().catch(() => {});
+    }
+    if (done !== undefined) {
+      const report = () =>
+        done({
+          listener: "tcp",
+          streamId: 0,
+          remote,
+          method: head.method,
+          authority: head.authority,
+          path: head.path ?? "",
+          status: res.status,
+          bytes,
+          durationMs: performance.now() - started,
+          backend: res.backend,
+          upstreamMs: res.upstreamMs,
+          failure: res.failure,
+          outcome,
+        });
+      info.completed.then(report, () => {
+        if (outcome === "complete") outcome = "aborted";
+        report();
+      });
     }
     return new Response(body, { status: res.status, headers });
   };

@@ -38,19 +38,33 @@ export interface OutgoingResponse {
   backend?: string;
   /** Milliseconds from sending to the backend until its response head, for the access log. */
   upstreamMs?: number;
+  /**
+   * Why the answer is not the backend's own, for the counters: the backend
+   * timed out, failed, or the client left while the backend was asked
+   * (absent: the backend answered, or the proxy answered by itself).
+   */
+  failure?: RequestFailure;
 }
+
+/** See {@link OutgoingResponse.failure}. */
+export type RequestFailure = "timeout" | "error" | "client_gone";
+
+/** Which listener carried a request: HTTP/3 over QUIC, or the TCP fallback (HTTP/2, HTTP/1.1). */
+export type ListenerKind = "h3" | "tcp";
 
 /** One finished request, as the access log and metrics see it. */
 export interface RequestRecord {
+  /** The listener that carried it. */
+  listener: ListenerKind;
   /** The HTTP/3 stream id (or 0 on the TCP fallback). */
   streamId: number;
   /** The client's address. */
   remote: PeerAddr;
-  /** `:method`. */
+  /** `:method` (`-` when the request head could not be decoded). */
   method: string;
   /** `:authority`, if any. */
   authority: string | undefined;
-  /** `:path` as received, query included (the logger redacts). */
+  /** `:path` as received, query included (the logger redacts); `-` when the head could not be decoded. */
   path: string;
   /** The status sent (499: the client left before an answer). */
   status: number;
@@ -62,6 +76,8 @@ export interface RequestRecord {
   backend?: string;
   /** Time to the backend's response head, in milliseconds. */
   upstreamMs?: number;
+  /** Why the answer is not the backend's own (see {@link OutgoingResponse.failure}). */
+  failure?: RequestFailure;
   /** `complete`; `broken`: the body was cut and marked malformed; `aborted`: the client left. */
   outcome: "complete" | "broken" | "aborted";
 }
@@ -97,6 +113,10 @@ export interface ConnectionHooks {
   streamOpened?(): void;
   /** A request stream is done. */
   streamClosed?(): void;
-  /** A request finished (answered, cut or abandoned after its head was decoded). */
+  /**
+   * A request finished: answered (by the application or by the server
+   * itself: 400, 408, 413, 431, 500), cut, or abandoned; also when its head
+   * could not be decoded.
+   */
   requestDone?(record: RequestRecord): void;
 }

@@ -35,6 +35,8 @@ export interface BackendHealth {
    * with no candidate at all (panic mode: better a suspect backend than a 503).
    */
   isAvailableIgnoringEjection?(id: string): boolean;
+  /** Whether the backend is enabled (not disabled by the admin API); default: all are. */
+  isEnabled?(id: string): boolean;
   /** Live traffic outcome, for passive health (outlier ejection). */
   report?(id: string, outcome: "success" | "connect" | "5xx"): void;
 }
@@ -135,7 +137,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           signal: req.signal,
         });
         health.report?.(backend.id, res.status >= 500 ? "5xx" : "success");
-        metrics.record(backend.id, res.status);
+        // Counted once it is finished, by the request sink (request_log.ts).
         return {
           status: res.status,
           headers: downstreamResponseFields(res.headers),
@@ -154,8 +156,11 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
               id: backend.id,
               ms: pool.timeoutMs,
             });
-            metrics.record(backend.id, 503, "timeout");
-            return errorResponse(503, "backend_timeout", `backend ${backend.id} timed out`);
+            return {
+              ...errorResponse(503, "backend_timeout", `backend ${backend.id} timed out`),
+              backend: backend.id,
+              failure: "timeout",
+            };
           case "aborted":
             if (log.isEnabledFor("debug")) {
               log.debug("client went away during the request to {id}: {reason}", {
@@ -163,13 +168,15 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
                 reason: cause,
               });
             }
-            metrics.record(backend.id, 499, "error");
-            return errorResponse(502, "client_gone", "client went away");
+            return {
+              ...errorResponse(502, "client_gone", "client went away"),
+              backend: backend.id,
+              failure: "client_gone",
+            };
           case "local":
             // The request could not be expressed to the backend: the client's
             // doing, not the backend's; nothing is counted against it.
             log.info("request not forwarded to {id}: {error}", { id: backend.id, error: cause });
-            metrics.record(null, 400);
             return errorResponse(400, "bad_request", "the request cannot be forwarded");
         }
         health.report?.(backend.id, e.kind === "connect" ? "connect" : "5xx");
@@ -195,12 +202,14 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           continue;
         }
         log.warn("backend {id} failed: {error}", { id: backend.id, error: cause });
-        metrics.record(backend.id, 502, "error");
-        return errorResponse(502, "backend_error", `backend ${backend.id} failed`);
+        return {
+          ...errorResponse(502, "backend_error", `backend ${backend.id} failed`),
+          backend: backend.id,
+          failure: "error",
+        };
       }
     }
     // Unreachable: the loop always returns on its last attempt.
-    metrics.record(null, 500);
     return errorResponse(500, "internal_error", "no attempt made");
   };
 }
