@@ -42,15 +42,15 @@ export function tcpFallbackHandler(
   const done = opts.done;
   return async (req, info) => {
     const started = performance.now();
-    const url = new URL(req.url);
+    const target = requestTarget(req.url);
     const fields: Array<[string, string]> = [];
     for (const [name, value] of req.headers) fields.push([name, value]);
     const declared = req.headers.get("content-length");
     const head: RequestHead = {
       method: req.method,
       scheme: "https",
-      authority: req.headers.get("host") ?? url.host,
-      path: url.pathname + url.search,
+      authority: req.headers.get("host") ?? target.authority,
+      path: target.path,
       fields,
       contentLength: declared !== null && /^\d+$/.test(declared) ? Number(declared) : undefined,
     };
@@ -125,4 +125,23 @@ export function tcpFallbackHandler(
     }
     return new Response(body, { status: res.status, headers });
   };
+}
+
+/**
+ * Authority and path (query included) of `Deno.serve`'s request URL. An
+ * authority no URL parser accepts (`Host: localhost:99999`) is split off by
+ * hand, so that the application answers it 400 like any impossible
+ * authority instead of the parse failing into a 500.
+ */
+function requestTarget(href: string): { authority: string; path: string } {
+  try {
+    const url = new URL(href);
+    return { authority: url.host, path: url.pathname + url.search };
+  } catch {
+    const start = href.indexOf("//") + 2;
+    const slash = href.indexOf("/", start);
+    return slash === -1
+      ? { authority: href.slice(start), path: "/" }
+      : { authority: href.slice(start, slash), path: href.slice(slash) };
+  }
 }

@@ -1,0 +1,107 @@
+/**
+ * Client-side request rules end to end (issue #24 items 4, 5 and #25 item
+ * 6): a real proxy process, real clients (the project's HTTP/3 client, curl
+ * on the TCP fallback) and a real backend on loopback.
+ */
+import assert from "node:assert/strict";
+import { encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
+import { startBackend } from "../support/backend.ts";
+import { H3TestClient } from "../support/h3_client.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
+
+const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
+
+function head(
+  port: number,
+  authority: string | null,
+  path: string,
+  extra: Array<[string, string]> = [],
+) {
+  const fields: Array<[string, string]> = [[":method", "GET"], [":scheme", "https"]];
+  if (authority !== null) fields.push([":authority", authority]);
+  fields.push([":path", path], ...extra);
+  void port;
+  return fields;
+}
+
+async function curl(port: number, args: string[]): Promise<{ code: number; text: string }> {
+  const out = await new Deno.Command("curl", {
+    args: [
+      "-sk",
+      "-i",
+      "--max-time",
+      "20",
+      "--resolve",
+      `localhost:${port}:127.0.0.1`,
+      ...args,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: out.code,
+    text: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
+  };
+}
+
+Deno.test("#24.4: an impossible :authority or host is 400 at the proxy, over HTTP/3 and the TCP fallback, and never reaches the backend", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+`);
+  const client = await H3TestClient.connect(proxy.port, await ca());
+  try {
+    const p = proxy.port;
+    for (const authority of ["localhost:99999", "localhost:65536", "[::::]:443", "[1.2.3.4]"]) {
+      const r = await client.request({ head: head(p, authority, "/a") });
+      assert.equal(r.status, 400, authority);
+      assert.match(new TextDecoder().decode(r.body), /bad_request/);
+    }
+    // host without :authority gets the same rule.
+    const hostOnly = await client.request({
+      head: head(p, null, "/h", [["host", "localhost:99999"]]),
+    });
+    assert.equal(hostOnly.status, 400);
+    // The TCP fallback: HTTP/1.1 Host and HTTP/2 :authority (curl sends the Host it is given).
+    for (const proto of ["--http1.1", "--http2"]) {
+      const r = await curl(p, [proto, "-H", "Host: localhost:99999", `https://localhost:${p}/t`]);
+      assert.match(r.text, /^HTTP\/[0-9.]+ 400/, `${proto}: ${r.text}`);
+    }
+    assert.equal(be.seen.length, 0, "no impossible authority reached the backend");
+    // A possible one still goes through, on both listeners.
+    assert.equal((await client.request({ head: head(p, "localhost:65535", "/ok") })).status, 200);
+    const ok = await curl(p, ["--http1.1", `https://localhost:${p}/ok`]);
+    assert.match(ok.text, /^HTTP\/1\.1 200/, ok.text);
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
+
+Deno.test("#25.6: CANCEL_PUSH from a client that sent no MAX_PUSH_ID closes the connection with H3_ID_ERROR (RFC 9114 §7.2.3)", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+`);
+  const pem = await ca();
+  const client = await H3TestClient.connect(proxy.port, pem);
+  const other = await H3TestClient.connect(proxy.port, pem);
+  try {
+    assert.equal((await client.request({ head: head(proxy.port, "localhost", "/x") })).status, 200);
+    await client.sendControl(encodeFrame(FrameType.CANCEL_PUSH, Uint8Array.of(5)));
+    const info = await client.conn.closed.catch((e) => ({ closeCode: -1, reason: String(e) }));
+    assert.equal(info.closeCode, H3Code.ID_ERROR, `closed with ${info.closeCode}: ${info.reason}`);
+    // Another connection is not affected.
+    assert.equal((await other.request({ head: head(proxy.port, "localhost", "/y") })).status, 200);
+  } finally {
+    await client.close();
+    await other.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
