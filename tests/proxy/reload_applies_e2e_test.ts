@@ -1,0 +1,84 @@
+/**
+ * Issue #21.2: a reload applies what it says it applied, and names the rest
+ * against what is running. A real proxy, its admin API and its stderr:
+ * `log.level: debug` takes effect at once, `log.access: {format: json, file}`
+ * moves the access log, and a port change is listed until it is reverted.
+ */
+import assert from "node:assert/strict";
+import { startBackend } from "../support/backend.ts";
+import { H3TestClient } from "../support/h3_client.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../faults/_support.ts";
+
+async function reload(
+  adminPort: number,
+): Promise<{ reloaded: boolean; restart_required: string[] }> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/admin/reload`, { method: "POST" });
+  return await res.json();
+}
+
+Deno.test("#21.2: log level and access log apply on reload; restart_required is computed against what runs", async () => {
+  const be = startBackend("b");
+  const certs = await testCerts();
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/access.json`;
+  const config = (extra: string, port = 0) =>
+    `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: ${port}, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+admin: {port: 0}
+${extra}
+`;
+  const proxy = await startProxy(config("log: {level: info}"));
+  const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
+  const get = async (path: string) =>
+    (await client.request({
+      head: [
+        [":method", "GET"],
+        [":scheme", "https"],
+        [":authority", `localhost:${proxy.port}`],
+        [":path", path],
+      ],
+    })).status;
+  try {
+    assert.equal(await get("/one"), 200);
+    await sleep(200);
+    assert.equal(proxy.stderr.some((l) => l.includes("[DEBUG]")), false, "info to begin with");
+    assert.equal(proxy.stderr.filter((l) => l.includes("[proxy::access]")).length, 1);
+
+    // log.level: debug, applied.
+    await Deno.writeTextFile(proxy.configPath, config("log: {level: debug}"));
+    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    assert.equal(await get("/two"), 200);
+    await sleep(200);
+    assert.ok(
+      proxy.stderr.some((l) => l.includes("[DEBUG]") && l.includes("routing to backend")),
+      proxy.stderr.join("\n"),
+    );
+
+    // log.access: JSON lines in their own file, applied; stderr gets no more access lines.
+    await Deno.writeTextFile(
+      proxy.configPath,
+      config(`log: {level: debug, access: {format: json, file: "${file}"}}`),
+    );
+    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    const onStderr = proxy.stderr.filter((l) => l.includes("[proxy::access]")).length;
+    assert.equal(await get("/three"), 200);
+    await sleep(300);
+    const lines = (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => [l.path, l.status]), [["/three", 200]]);
+    assert.equal(proxy.stderr.filter((l) => l.includes("[proxy::access]")).length, onStderr);
+
+    // A port change needs a restart and is listed; reverted, it no longer is.
+    await Deno.writeTextFile(proxy.configPath, config("", 1));
+    assert.deepEqual((await reload(proxy.adminPort!)).restart_required, ["listen.port"]);
+    await Deno.writeTextFile(proxy.configPath, config(""));
+    assert.deepEqual((await reload(proxy.adminPort!)).restart_required, []);
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
