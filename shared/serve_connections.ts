@@ -1,7 +1,9 @@
 /**
  * An HTTP server with limits on its connections: a cap on how many are open,
- * a header timeout, an idle timeout, and an accept loop that survives
- * running out of file descriptors.
+ * a header timeout (TLS handshake included), an idle timeout, and an accept
+ * loop that survives running out of file descriptors. Used by every TCP
+ * listener: the payments API, and the proxy's TCP fallback and admin
+ * listener.
  *
  * `Deno.serve` has none of these (measured on Deno 2.9.6: a connection that
  * sends half a request head, or nothing, stays open for good; at the
@@ -28,6 +30,22 @@
  * timeout, 50 ms to 1 s), so a timeout fires at most that late and a request
  * costs no timer and no clock reading.
  *
+ * TLS, two ways:
+ *
+ * - {@link serveConnections} on a `Deno.listenTls` listener: Deno 2.9.6
+ *   starts the handshake of every accepted TLS connection on its own and
+ *   cannot close it before the handshake ends (`close()` only detaches it), so
+ *   a client that connects and never sends a ClientHello holds its socket
+ *   (and a place under the cap) until it leaves;
+ * - {@link serveTlsConnections}: the public listener is plain TCP; each
+ *   connection is relayed, byte for byte, to a TLS listener on the loopback
+ *   interface that only this server uses. Closing our side of the relay ends
+ *   a stalled handshake at once, so every timeout holds for TLS too, and the
+ *   certificate can change while serving ({@link TlsConnectionServer.setCertificate}):
+ *   new connections go to a new loopback listener, those already open finish
+ *   on the old one. It costs three descriptors per connection (the client's,
+ *   and both ends of the loopback connection) and a copy of every byte.
+ *
  * @example
  * ```ts
  * const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -39,9 +57,7 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
-
-const log = getLogger(["payments", "connections"]);
+import { getLogger, type Logger } from "@logtape/logtape";
 
 /** Limits applied by {@link serveConnections}. */
 export interface ConnectionLimits {
@@ -51,13 +67,16 @@ export interface ConnectionLimits {
    * connections already open are served as before.
    */
   maxConnections: number;
-  /** Longest time from accepting a connection to its first complete request head, in ms. */
+  /**
+   * Longest time from accepting a connection to its first complete request
+   * head (TLS handshake included), in ms.
+   */
   headerTimeoutMs: number;
   /** Longest time a connection stays open with no request in flight, in ms. */
   idleTimeoutMs: number;
 }
 
-/** Defaults of the payments CLI: 4,096 connections, 10 s header timeout, 60 s idle timeout. */
+/** Defaults: 4,096 connections, 10 s header timeout, 60 s idle timeout. */
 export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   maxConnections: 4096,
   headerTimeoutMs: 10_000,
@@ -72,6 +91,15 @@ export interface ServeConnectionsOptions {
   onError?: (error: unknown) => Response | Promise<Response>;
   /** Interval between warnings about refused connections or failed accepts; default 10 s. */
   warnEveryMs?: number;
+  /** What the listener is called in log lines, e.g. `TCP fallback`; default `listener`. */
+  name?: string;
+  /**
+   * The setting that sets `maxConnections`, named in the warning about
+   * refused connections; default `--max-connections`.
+   */
+  maxConnectionsSetting?: string;
+  /** LogTape category of the log lines; default `["payments", "connections"]`. */
+  logCategory?: string[];
 }
 
 /** Counters of a {@link ConnectionServer}, since it started. */
@@ -82,7 +110,7 @@ export interface ConnectionStats {
   accepted: number;
   /** Connections closed at once because `maxConnections` were open. */
   refused: number;
-  /** Connections closed by the header timeout. */
+  /** Connections closed by the header timeout (TLS handshake included). */
   headerTimeouts: number;
   /** Connections closed by the idle timeout. */
   idleTimeouts: number;
@@ -106,6 +134,22 @@ export interface ConnectionServer {
   shutdown(): Promise<void>;
   /** Stops accepting and closes every connection still open at once. */
   close(): void;
+}
+
+/** A running {@link serveTlsConnections} server. */
+export interface TlsConnectionServer extends ConnectionServer {
+  /**
+   * Serves new connections with another certificate and key (PEM); those
+   * already open keep theirs. Throws, changing nothing, when the pair cannot
+   * be used.
+   */
+  setCertificate(cert: string, key: string): void;
+}
+
+/** The certificate and key (PEM) of {@link serveTlsConnections}. */
+export interface TlsPair {
+  cert: string;
+  key: string;
 }
 
 /** The runtime's HTTP server for one accepted connection. */
@@ -158,17 +202,20 @@ function isTls(conn: Deno.Conn): conn is Deno.TlsConn {
   return typeof (conn as Partial<Deno.TlsConn>).handshake === "function";
 }
 
-function defaultOnError(error: unknown): Response {
-  log.error("request failed: {error}", { error });
-  return new Response("Internal Server Error", { status: 500 });
-}
-
 /** Check a limit: a positive integer. */
 function positive(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) {
     throw new RangeError(`${name} must be a positive integer, got ${value}`);
   }
   return value;
+}
+
+function closeQuietly(conn: Deno.Conn | Deno.Listener | undefined): void {
+  try {
+    conn?.close();
+  } catch {
+    // already closed
+  }
 }
 
 /** One accepted connection. */
@@ -186,6 +233,34 @@ interface Connection {
   closing: boolean;
   /** A TLS connection whose handshake is not done: it cannot be closed yet. */
   handshaking?: boolean;
+  /** Relayed (serveTlsConnections): the client's connection and the loopback one. */
+  relay?: Relay;
+}
+
+/** The sockets of one relayed connection. */
+interface Relay {
+  front: Deno.Conn;
+  back?: Deno.Conn;
+  /** The loopback listener it was sent to. */
+  side?: TlsSide;
+  /** Loopback connection accepted on the TLS side. */
+  inner?: Deno.Conn;
+  /** Pumps still copying (0, 1 or 2). */
+  pumping: number;
+  /** Whether the loopback connection has been accepted (or given up). */
+  matched: boolean;
+  /** Resolved when its record is gone. */
+  ended: PromiseWithResolvers<void>;
+}
+
+/** A loopback TLS listener of {@link serveTlsConnections}. */
+interface TlsSide {
+  listener: Deno.TlsListener;
+  port: number;
+  /** Relays connected (or connecting) to it and not yet accepted. */
+  pending: number;
+  /** Replaced by a newer certificate: closed once nothing is pending. */
+  retired: boolean;
 }
 
 /** Once per interval: how many times something happened, logged as one warning. */
@@ -225,6 +300,41 @@ export function serveConnections(
   handler: Deno.ServeHandler<Deno.NetAddr>,
   opts: ServeConnectionsOptions = {},
 ): ConnectionServer {
+  return startServer(listener, handler, opts, undefined);
+}
+
+/**
+ * Serves HTTPS on a plain TCP `listener` (h2 and HTTP/1.1 by ALPN) with the
+ * {@link ConnectionLimits}, the header timeout bounding the TLS handshake
+ * too: each connection is relayed to a loopback TLS listener (see the module
+ * documentation). The handler sees the client's address. The pair is checked
+ * here: a certificate and key that cannot be used throw before anything is
+ * served.
+ *
+ * @example
+ * ```ts
+ * const listener = Deno.listen({ hostname: "0.0.0.0", port: 443 });
+ * const server = serveTlsConnections(listener, { cert, key }, handler, { name: "TCP fallback" });
+ * server.setCertificate(renewedCert, renewedKey);
+ * ```
+ *
+ * @throws {Error} as {@link serveConnections}, and when the pair cannot be used.
+ */
+export function serveTlsConnections(
+  listener: Deno.Listener<Deno.Conn, Deno.NetAddr>,
+  tls: TlsPair,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  opts: ServeConnectionsOptions = {},
+): TlsConnectionServer {
+  return startServer(listener, handler, opts, tls) as TlsConnectionServer;
+}
+
+function startServer(
+  listener: Deno.Listener<Deno.Conn, Deno.NetAddr> | Deno.TlsListener,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  opts: ServeConnectionsOptions,
+  tls: TlsPair | undefined,
+): ConnectionServer | TlsConnectionServer {
   const serveOn: ServeOnConnection | undefined = serveOnConnection;
   if (serveOn === undefined) {
     throw new Error(
@@ -246,7 +356,13 @@ export function serveConnections(
       opts.limits?.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
     ),
   };
-  const onError = opts.onError ?? defaultOnError;
+  const log: Logger = getLogger(opts.logCategory ?? ["payments", "connections"]);
+  const name = opts.name ?? "listener";
+  const setting = opts.maxConnectionsSetting ?? "--max-connections";
+  const onError = opts.onError ?? ((error: unknown): Response => {
+    log.error("{name}: request failed: {error}", { name, error });
+    return new Response("Internal Server Error", { status: 500 });
+  });
   const warnEveryMs = opts.warnEveryMs ?? 10_000;
   const refusedWarning = new WarnOnce(warnEveryMs);
   const acceptWarning = new WarnOnce(warnEveryMs);
@@ -262,6 +378,16 @@ export function serveConnections(
   let stopping = false;
   let wake: (() => void) | undefined;
   let pause: ReturnType<typeof setTimeout> | undefined;
+
+  // Relay mode: the loopback TLS listener new connections go to, older ones
+  // still draining, and relays by the local port of their loopback socket
+  // (which is the remote port the TLS side sees), waiting to be matched.
+  let side: TlsSide | undefined;
+  const sides = new Set<TlsSide>();
+  const byPort = new Map<number, Connection>();
+  const unmatched = new Map<number, Deno.Conn>();
+  const sideLoops: Promise<void>[] = [];
+  if (tls !== undefined) side = openSide(tls);
 
   const sweepMs = Math.min(
     1000,
@@ -282,12 +408,14 @@ export function serveConnections(
       else stats.headerTimeouts++;
       if (c.handshaking) {
         c.closing = true; // counted once; it leaves when its handshake ends
-        log.debug("a TLS handshake has taken longer than the header timeout ({ms} ms)", {
+        log.debug("{name}: a TLS handshake has taken longer than the header timeout ({ms} ms)", {
+          name,
           ms: limits.headerTimeoutMs,
         });
         continue;
       }
-      log.debug("closing a connection: {what} timeout ({ms} ms)", {
+      log.debug("{name}: closing a connection: {what} timeout ({ms} ms)", {
+        name,
         what: c.served ? "idle" : "header",
         ms: limit,
       });
@@ -310,6 +438,7 @@ export function serveConnections(
     } catch {
       // already closed
     }
+    if (c.relay) closeRelay(c.relay);
   }
 
   /**
@@ -328,13 +457,9 @@ export function serveConnections(
     try {
       await conn.handshake();
     } catch (err) {
-      log.debug("TLS handshake failed: {error}", { error: err });
+      log.debug("{name}: TLS handshake failed: {error}", { name, error: err });
       untrack(c);
-      try {
-        conn.close();
-      } catch {
-        // already closed
-      }
+      closeQuietly(conn);
       return;
     }
     untrack(c);
@@ -345,8 +470,17 @@ export function serveConnections(
     serve(conn, serveOn, c.quietSince);
   }
 
-  function serve(conn: Deno.Conn, serveOn: ServeOnConnection, since = performance.now()): void {
-    const c = newConnection(since);
+  /**
+   * Hands `conn` to the runtime's HTTP server; `c` is its record (new, or a
+   * relayed connection's, already counted), `remote` the address the handler
+   * is told (a relay's client).
+   */
+  function serveWith(
+    conn: Deno.Conn,
+    serveOn: ServeOnConnection,
+    c: Connection,
+    remote?: Deno.NetAddr,
+  ): boolean {
     const done = () => {
       c.inFlight--;
       c.touched = true;
@@ -356,7 +490,10 @@ export function serveConnections(
       c.served = true;
       c.touched = true;
       info.completed.then(done, done);
-      return handler(req, info);
+      return handler(
+        req,
+        remote === undefined ? info : { remoteAddr: remote, completed: info.completed },
+      );
     };
     const hook: CancelHook = {
       addEventListener(type, listener) {
@@ -366,21 +503,209 @@ export function serveConnections(
     try {
       c.http = serveOn(conn, hook, perConnection, onError, () => {});
     } catch (err) {
-      log.warn("cannot serve an accepted connection: {error}", { error: err });
-      try {
-        conn.close();
-      } catch {
-        // already closed
-      }
-      return;
+      log.warn("{name}: cannot serve an accepted connection: {error}", { name, error: err });
+      closeQuietly(conn);
+      return false;
     }
+    return true;
+  }
+
+  function serve(conn: Deno.Conn, serveOn: ServeOnConnection, since = performance.now()): void {
+    const c = newConnection(since);
+    if (!serveWith(conn, serveOn, c)) return;
     track(c);
     const closed = () => untrack(c);
-    c.http.finished.then(closed, (err) => {
-      log.debug("connection ended with an error: {error}", { error: err });
+    c.http!.finished.then(closed, (err) => {
+      log.debug("{name}: connection ended with an error: {error}", { name, error: err });
       closed();
     });
   }
+
+  // --- relay mode ---------------------------------------------------------
+
+  function openSide(pair: TlsPair): TlsSide {
+    const l = Deno.listenTls({
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: pair.cert,
+      key: pair.key,
+      alpnProtocols: ["h2", "http/1.1"],
+    });
+    const s: TlsSide = { listener: l, port: l.addr.port, pending: 0, retired: false };
+    sides.add(s);
+    sideLoops.push(sideAcceptLoop(s));
+    return s;
+  }
+
+  function retireIfDone(s: TlsSide): void {
+    if (s.retired && s.pending === 0 && sides.has(s)) {
+      sides.delete(s);
+      closeQuietly(s.listener);
+    }
+  }
+
+  /** Accepts the loopback connections of relays and serves them. */
+  async function sideAcceptLoop(s: TlsSide): Promise<void> {
+    let pauseMs = 0;
+    for (;;) {
+      let conn: Deno.Conn;
+      try {
+        conn = await s.listener.accept();
+      } catch (err) {
+        if (
+          !sides.has(s) || err instanceof Deno.errors.BadResource ||
+          err instanceof Deno.errors.Interrupted
+        ) {
+          return;
+        }
+        // Out of descriptors: the relay waiting for this one is closed by
+        // its header timeout if it is never taken.
+        pauseMs = Math.min(1000, pauseMs === 0 ? 10 : pauseMs * 2);
+        noteAcceptError(err, pauseMs);
+        await new Promise((r) => setTimeout(r, pauseMs));
+        continue;
+      }
+      pauseMs = 0;
+      const port = (conn.remoteAddr as Deno.NetAddr).port;
+      const c = byPort.get(port);
+      if (c === undefined) {
+        // Its relay has not heard its connect complete yet (it takes it from
+        // here), or it is a stranger on the loopback port (closed soon).
+        unmatched.set(port, conn);
+        setTimeout(() => {
+          if (unmatched.get(port) === conn) {
+            unmatched.delete(port);
+            closeQuietly(conn);
+          }
+        }, Math.max(1000, limits.headerTimeoutMs));
+        continue;
+      }
+      match(c, conn);
+    }
+  }
+
+  /** Pairs a relay with its accepted loopback connection and serves it. */
+  function match(c: Connection, inner: Deno.Conn): void {
+    const r = c.relay!;
+    r.matched = true;
+    r.inner = inner;
+    if (r.side) {
+      r.side.pending--;
+      retireIfDone(r.side);
+    }
+    if (c.closing || stopping) {
+      closeQuietly(inner);
+      closeRelay(r);
+      return;
+    }
+    if (!serveWith(inner, serveOn!, c, r.front.remoteAddr as Deno.NetAddr)) {
+      closeRelay(r);
+      relayEnded(c);
+      return;
+    }
+    c.http!.finished.then(
+      () => relayEnded(c),
+      (err) => {
+        log.debug("{name}: connection ended with an error: {error}", { name, error: err });
+        relayEnded(c);
+      },
+    );
+  }
+
+  /**
+   * Called when a pump or the runtime's server of a relay ends: the record
+   * goes once both pumps have stopped (both sockets are then closed) and the
+   * runtime's server has finished with the loopback connection.
+   */
+  function relayEnded(c: Connection): void {
+    const r = c.relay!;
+    if (r.pumping > 0) return;
+    if (!r.matched) {
+      // Never accepted on the TLS side (closed early, or out of descriptors).
+      r.matched = true;
+      if (r.side) {
+        r.side.pending--;
+        retireIfDone(r.side);
+      }
+    }
+    if (r.back) byPort.delete((r.back.localAddr as Deno.NetAddr).port);
+    const gone = () => {
+      untrack(c);
+      r.ended.resolve();
+    };
+    if (c.http === undefined) gone();
+    else c.http.finished.then(gone, gone);
+  }
+
+  function closeRelay(r: Relay): void {
+    closeQuietly(r.front);
+    closeQuietly(r.back);
+  }
+
+  /**
+   * Copies `from` to `to` until `from` ends. The client's end of input is
+   * passed on (a half-close); the TLS side's end closes both sockets (the
+   * runtime's server is done with the connection, and a client that never
+   * closes its side must not keep it).
+   */
+  async function pump(c: Connection, from: Deno.Conn, to: Deno.Conn, fromClient: boolean) {
+    const r = c.relay!;
+    const buf = new Uint8Array(16 * 1024);
+    try {
+      for (;;) {
+        const n = await from.read(buf);
+        if (n === null) break;
+        let off = 0;
+        while (off < n) off += await to.write(buf.subarray(off, n));
+      }
+      if (fromClient) await (to as Deno.TcpConn).closeWrite();
+      else closeRelay(r);
+    } catch {
+      // Either side is gone (or was closed by a timeout): end both.
+      closeRelay(r);
+    } finally {
+      r.pumping--;
+      if (r.pumping === 0) closeRelay(r);
+      relayEnded(c);
+    }
+  }
+
+  async function relay(front: Deno.Conn): Promise<void> {
+    const c = newConnection();
+    const r: Relay = { front, pumping: 0, matched: false, ended: Promise.withResolvers() };
+    c.relay = r;
+    track(c);
+    const s = side!;
+    r.side = s;
+    s.pending++;
+    let back: Deno.Conn;
+    try {
+      back = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
+    } catch (err) {
+      noteAcceptError(err, 0);
+      closeRelay(r);
+      relayEnded(c);
+      return;
+    }
+    r.back = back;
+    const port = (back.localAddr as Deno.NetAddr).port;
+    if (c.closing) {
+      closeRelay(r);
+      relayEnded(c);
+      return;
+    }
+    r.pumping = 2;
+    byPort.set(port, c);
+    pump(c, front, back, true);
+    pump(c, back, front, false);
+    const early = unmatched.get(port);
+    if (early !== undefined) {
+      unmatched.delete(port);
+      match(c, early);
+    }
+  }
+
+  // --- bookkeeping --------------------------------------------------------
 
   function newConnection(since = performance.now()): Connection {
     return { inFlight: 0, served: false, touched: false, quietSince: since, closing: false };
@@ -401,9 +726,10 @@ export function serveConnections(
     const n = acceptWarning.due();
     if (n === undefined) return;
     log.warn(
-      "accept failed {count} time(s) since the last warning: {error}; " +
+      "{name}: accept failed {count} time(s) since the last warning: {error}; " +
         "{open} connections open; accepting again in {ms} ms",
       {
+        name,
         count: n,
         error: err instanceof Error ? err.message : String(err),
         open: open.size,
@@ -442,23 +768,20 @@ export function serveConnections(
       }
       if (open.size >= limits.maxConnections) {
         stats.refused++;
-        try {
-          conn.close();
-        } catch {
-          // already closed
-        }
+        closeQuietly(conn);
         const n = refusedWarning.due();
         if (n !== undefined) {
           log.warn(
-            "{max} connections open (--max-connections): refused {count} new connection(s) " +
+            "{name}: {max} connections open ({setting}): refused {count} new connection(s) " +
               "since the last warning",
-            { max: limits.maxConnections, count: n },
+            { name, max: limits.maxConnections, setting, count: n },
           );
         }
         continue;
       }
       stats.accepted++;
-      if (isTls(conn)) handshakeThenServe(conn, serveOn);
+      if (tls !== undefined) relay(conn);
+      else if (isTls(conn)) handshakeThenServe(conn, serveOn);
       else serve(conn, serveOn);
     }
   })();
@@ -469,15 +792,15 @@ export function serveConnections(
     clearInterval(sweeper);
     if (pause !== undefined) clearTimeout(pause);
     wake?.();
-    try {
-      listener.close();
-    } catch {
-      // already closed
-    }
+    closeQuietly(listener);
+    for (const s of sides) closeQuietly(s.listener);
+    sides.clear();
+    for (const conn of unmatched.values()) closeQuietly(conn);
+    unmatched.clear();
   }
 
   let shut: Promise<void> | undefined;
-  return {
+  const server: TlsConnectionServer = {
     addr: listener.addr,
     limits: Object.freeze({ ...limits }),
     stats: () => ({ ...stats }),
@@ -485,6 +808,9 @@ export function serveConnections(
       shut ??= (async () => {
         stop();
         await acceptLoop;
+        await Promise.all(sideLoops);
+        // A relay whose loopback connection is not served yet has nothing to finish.
+        for (const c of open) if (c.relay && c.http === undefined) cancel(c);
         const serving = [...open].filter((c) => c.http !== undefined);
         // No request yet: nothing to finish. Otherwise HTTP/1.1 closes once
         // its response is sent, HTTP/2 sends GOAWAY and closes when its
@@ -493,7 +819,8 @@ export function serveConnections(
         await Promise.all(
           serving.filter((c) => !c.closing).map((c) => c.http!.shutdown().catch(() => {})),
         );
-        await Promise.all(serving.map((c) => c.http!.finished.catch(() => {})));
+        await Promise.all(serving.map((c) => c.http?.finished.catch(() => {})));
+        await Promise.all([...open].map((c) => c.relay?.ended.promise));
       })();
       return shut;
     },
@@ -501,5 +828,19 @@ export function serveConnections(
       stop();
       for (const c of open) cancel(c);
     },
+    setCertificate(cert: string, key: string) {
+      if (tls === undefined) {
+        throw new Error(
+          `${name}: the certificate of a listener given to serveConnections is fixed`,
+        );
+      }
+      if (stopping) return;
+      const next = openSide({ cert, key }); // throws for a pair that cannot be used
+      const old = side!;
+      side = next;
+      old.retired = true;
+      retireIfDone(old);
+    },
   };
+  return server;
 }

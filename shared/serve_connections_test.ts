@@ -5,6 +5,7 @@ import {
   perConnectionServeAvailable,
   serveConnections,
   type ServeConnectionsOptions,
+  serveTlsConnections,
 } from "./serve_connections.ts";
 
 const enc = new TextEncoder();
@@ -272,4 +273,159 @@ Deno.test("serveConnections: limits must be positive integers", () => {
       listener.close();
     }
   }
+});
+
+/** A TLS client connection to `port` trusting `ca` only; resolves once its handshake is done. */
+async function tlsConnect(port: number, ca: string, alpn = ["http/1.1"]): Promise<Deno.TlsConn> {
+  const conn = await Deno.connectTls({
+    hostname: "localhost",
+    port,
+    caCerts: [ca],
+    alpnProtocols: alpn,
+  });
+  await conn.handshake();
+  return conn;
+}
+
+function plainListener(): Deno.Listener<Deno.Conn, Deno.NetAddr> {
+  return Deno.listen({ hostname: "127.0.0.1", port: 0 });
+}
+
+Deno.test("serveTlsConnections: h2 and HTTP/1.1 by ALPN through the relay; the handler sees the client's address", async () => {
+  const certs = await generateDevCerts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    (req, info) =>
+      new Response(
+        `${new URL(req.url).pathname} ${info.remoteAddr.hostname}:${info.remoteAddr.port}`,
+      ),
+  );
+  const port = server.addr.port;
+  const h2 = Deno.createHttpClient({ caCerts: [certs.caCertPem], http1: false, http2: true });
+  const h1 = Deno.createHttpClient({ caCerts: [certs.caCertPem], http1: true, http2: false });
+  try {
+    for (const client of [h2, h1]) {
+      const text = await (await fetch(`https://localhost:${port}/x`, { client })).text();
+      assert.match(text, /^\/x 127\.0\.0\.1:\d+$/);
+    }
+    // The address is the client's own, not the relay's.
+    const conn = await tlsConnect(port, certs.caCertPem);
+    await conn.write(enc.encode("GET /me HTTP/1.1\r\nhost: x\r\n\r\n"));
+    const buf = new Uint8Array(4096);
+    const n = await conn.read(buf);
+    const body = new TextDecoder().decode(buf.subarray(0, n!));
+    assert.match(body, new RegExp(`/me 127\\.0\\.0\\.1:${(conn.localAddr as Deno.NetAddr).port}$`));
+    conn.close();
+    assert.equal(server.stats().accepted, 3);
+  } finally {
+    h2.close();
+    h1.close();
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveTlsConnections: no ClientHello, half of one, or TLS and then nothing: each closed at the header timeout", async () => {
+  const certs = await generateDevCerts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    () => new Response("ok"),
+    { limits: { headerTimeoutMs: 300, idleTimeoutMs: 5000 } },
+  );
+  const port = server.addr.port;
+  try {
+    const silent = await connect(port);
+    const partial = await connect(port);
+    await partial.write(new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    const quiet = await tlsConnect(port, certs.caCertPem);
+    const times = await Promise.all([
+      closedAfter(silent, 4000),
+      closedAfter(partial, 4000),
+      closedAfter(quiet, 4000),
+    ]);
+    for (const t of times) assert.ok(t >= 0 && t < 2500, `closed after ${times.join(", ")} ms`);
+    await until(() => server.stats().open === 0);
+    assert.equal(server.stats().open, 0);
+    assert.equal(server.stats().headerTimeouts, 3);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveTlsConnections: idle timeout after a request; past maxConnections a new connection is closed at once", async () => {
+  const certs = await generateDevCerts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    () => new Response("ok"),
+    { limits: { maxConnections: 2, headerTimeoutMs: 5000, idleTimeoutMs: 400 } },
+  );
+  const port = server.addr.port;
+  try {
+    const a = await tlsConnect(port, certs.caCertPem);
+    assert.equal(await rawGet(a), "HTTP/1.1 200 OK");
+    const b = await connect(port);
+    await until(() => server.stats().open === 2);
+    const refused = await connect(port);
+    assert.ok((await closedAfter(refused, 2000)) >= 0, "a third connection stays open");
+    assert.equal(server.stats().refused, 1);
+    const idle = await closedAfter(a, 4000);
+    assert.ok(idle >= 0, "the idle connection was not closed");
+    b.close();
+    await until(() => server.stats().open === 0);
+    assert.equal(server.stats().idleTimeouts, 1);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveTlsConnections: a new certificate serves new connections; an open one keeps its own", async () => {
+  const [first, second] = [await generateDevCerts(), await generateDevCerts()];
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: first.certPem, key: first.keyPem },
+    () => new Response("ok"),
+  );
+  const port = server.addr.port;
+  try {
+    const old = await tlsConnect(port, first.caCertPem);
+    assert.throws(() => server.setCertificate("not a certificate", second.keyPem));
+    server.setCertificate(second.certPem, second.keyPem);
+    const renewed = await tlsConnect(port, second.caCertPem);
+    assert.equal(await rawGet(renewed), "HTTP/1.1 200 OK");
+    await assert.rejects(tlsConnect(port, first.caCertPem), "the old certificate is still served");
+    assert.equal(await rawGet(old), "HTTP/1.1 200 OK");
+    old.close();
+    renewed.close();
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("serveTlsConnections: shutdown lets a request in flight finish", async () => {
+  const certs = await generateDevCerts();
+  const release = Promise.withResolvers<void>();
+  const started = Promise.withResolvers<void>();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    async () => {
+      started.resolve();
+      await release.promise;
+      return new Response("late");
+    },
+  );
+  const port = server.addr.port;
+  const conn = await tlsConnect(port, certs.caCertPem);
+  await conn.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
+  await started.promise;
+  const shut = server.shutdown();
+  release.resolve();
+  const buf = new Uint8Array(4096);
+  const n = await conn.read(buf);
+  assert.match(new TextDecoder().decode(buf.subarray(0, n!)), /^HTTP\/1.1 200 OK[\s\S]*late$/);
+  conn.close();
+  await shut;
+  assert.equal(server.stats().open, 0);
 });
