@@ -190,6 +190,10 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       maxHandshakes: config.limits.max_handshakes,
       maxConnections: config.limits.max_connections,
       maxPerAddress: config.limits.max_connections_per_address,
+      maxHandshakesPerAddress: config.limits.max_handshakes_per_address,
+      maxHandshakesPerNetwork: config.limits.max_handshakes_per_network,
+      addressPrefix: { v4: config.limits.address_prefix_v4, v6: config.limits.address_prefix_v6 },
+      networkPrefix: { v4: config.limits.network_prefix_v4, v6: config.limits.network_prefix_v6 },
     },
     onRejected: (reason) => metrics.recordRejected(reason),
   });

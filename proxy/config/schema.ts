@@ -388,12 +388,30 @@ export const LimitsConfigSchema = z.strictObject({
    * (must stay below `listen.idle_timeout_ms`).
    */
   handshake_timeout_ms: positiveInt("milliseconds").default(10000),
-  /** QUIC handshakes under way at once; past it newcomers are refused. */
+  /**
+   * Unfinished QUIC handshakes held at once; a newcomer past it closes the
+   * oldest unfinished handshake (a spoofed Initial never finishes).
+   */
   max_handshakes: positiveInt().default(256),
   /** Open HTTP/3 connections; past it newcomers are refused. */
   max_connections: positiveInt().default(4096),
-  /** Handshakes and connections from one client IP address; past it newcomers are closed. */
+  /**
+   * Handshakes and connections from one client address group (see
+   * `address_prefix_v4`/`_v6`); past it newcomers are closed.
+   */
   max_connections_per_address: positiveInt().default(64),
+  /** Unfinished handshakes from one address group; past it the group's oldest is closed. */
+  max_handshakes_per_address: positiveInt().default(32),
+  /** Unfinished handshakes from one network (see `network_prefix_v4`/`_v6`); past it its oldest is closed. */
+  max_handshakes_per_network: positiveInt().default(64),
+  /** IPv4 prefix length of one client address group (32: each address). */
+  address_prefix_v4: int(1, 32, "must be a prefix length from 1 to 32").default(32),
+  /** IPv6 prefix length of one client address group (64: one customer LAN). */
+  address_prefix_v6: int(1, 128, "must be a prefix length from 1 to 128").default(64),
+  /** IPv4 prefix length of one network for `max_handshakes_per_network`. */
+  network_prefix_v4: int(1, 32, "must be a prefix length from 1 to 32").default(24),
+  /** IPv6 prefix length of one network for `max_handshakes_per_network`. */
+  network_prefix_v6: int(1, 128, "must be a prefix length from 1 to 128").default(56),
   /**
    * Worker threads that carry the HTTP/2 exchanges with backends: `auto`
    * (cores − 1, at least 1) or a number; `0` keeps them on the QUIC thread.

@@ -138,8 +138,20 @@ export interface LimitsConfig {
   max_handshakes: number;
   /** Open HTTP/3 connections; past it newcomers are refused. */
   max_connections: number;
-  /** Handshakes and connections from one client IP address. */
+  /** Handshakes and connections from one client address group. */
   max_connections_per_address: number;
+  /** Unfinished handshakes from one address group. */
+  max_handshakes_per_address: number;
+  /** Unfinished handshakes from one network. */
+  max_handshakes_per_network: number;
+  /** IPv4 prefix length of an address group. */
+  address_prefix_v4: number;
+  /** IPv6 prefix length of an address group. */
+  address_prefix_v6: number;
+  /** IPv4 prefix length of a network. */
+  network_prefix_v4: number;
+  /** IPv6 prefix length of a network. */
+  network_prefix_v6: number;
   /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
   upstream_workers: "auto" | number;
 }

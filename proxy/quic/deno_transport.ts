@@ -6,6 +6,13 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import {
+  type AdmissionEntry,
+  type AdmissionLimits,
+  AdmissionTable,
+  DEFAULT_ADMISSION_LIMITS,
+  type Shed,
+} from "./admission.ts";
 import type {
   CloseInfo,
   PeerAddr,
@@ -29,33 +36,22 @@ export interface ListenQuicOptions {
   idleTimeoutMs?: number;
   /** Admission limits; see {@link AdmissionLimits} for defaults. */
   limits?: Partial<AdmissionLimits>;
-  /** Told of every connection turned away, with the reason (metrics, logs). */
+  /** Told of every connection turned away or handshake shed, with the reason (metrics, logs). */
   onRejected?(reason: RejectReason): void;
+  /** Injected clock for the handshake deadlines (ms; default `performance.now`). */
+  now?: () => number;
 }
 
-/**
- * What one UDP port admits. A QUIC handshake costs the server state from the
- * client's first packet on, so handshakes are bounded in number and in time,
- * and connections in number, in all and per client address.
- */
-export interface AdmissionLimits {
-  /** A handshake not complete by then is closed (ms; default 10000). */
-  handshakeTimeoutMs: number;
-  /** Handshakes under way at once; past it newcomers are refused (default 256). */
-  maxHandshakes: number;
-  /** Established connections; past it newcomers are refused (default 4096). */
-  maxConnections: number;
-  /** Handshakes and connections from one IP address (default 64). */
-  maxPerAddress: number;
+/** What {@link listenQuic} returns: the transport and its admission figures. */
+export interface DenoQuicTransport extends QuicServerTransport {
+  setCertificate(cert: string, key: string): void;
+  /** Unfinished handshakes held now. */
+  readonly handshakes: number;
+  /** Established connections held now. */
+  readonly connections: number;
 }
 
-/** Defaults of {@link AdmissionLimits}. */
-export const DEFAULT_ADMISSION_LIMITS: Readonly<AdmissionLimits> = Object.freeze({
-  handshakeTimeoutMs: 10_000,
-  maxHandshakes: 256,
-  maxConnections: 4096,
-  maxPerAddress: 64,
-});
+export { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS };
 
 /** H3_EXCESSIVE_LOAD (RFC 9114 §8.1): the close code for connections past a limit. */
 const EXCESSIVE_LOAD = 0x107;
@@ -78,9 +74,7 @@ const EXCESSIVE_LOAD = 0x107;
  * const conn = await t.accept();
  * ```
  */
-export function listenQuic(
-  opts: ListenQuicOptions,
-): QuicServerTransport & Required<Pick<QuicServerTransport, "setCertificate">> {
+export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
   const endpoint = new Deno.QuicEndpoint({ hostname: opts.hostname, port: opts.port });
   const listen = (cert: string, key: string) =>
     endpoint.listen({
@@ -94,9 +88,8 @@ export function listenQuic(
   let stopped = false;
   let closed = false;
   const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...opts.limits };
-  let handshaking = 0;
-  let established = 0;
-  const perAddress = new Map<string, number>();
+  const now = opts.now ?? (() => performance.now());
+  const table = new AdmissionTable<Deno.QuicConn>(limits, now);
   // Connections whose handshake completed, in completion order, and the
   // accept() calls waiting for one. A listener failing while the endpoint is
   // open is delivered as its error.
@@ -111,30 +104,47 @@ export function listenQuic(
     log.debug("connection turned away: {reason}", { reason });
     opts.onRejected?.(reason);
   };
-  const release = (address: string) => {
-    const n = (perAddress.get(address) ?? 1) - 1;
-    if (n === 0) perAddress.delete(address);
-    else perAddress.set(address, n);
+  const shed = (list: Shed<Deno.QuicConn>[]) => {
+    for (const { entry, reason } of list) {
+      closeQuietly(
+        entry.handle,
+        EXCESSIVE_LOAD,
+        reason === "handshake_timeout" ? "handshake timeout" : "busy",
+      );
+      reject(reason);
+    }
+  };
+
+  // One sweeper for every handshake deadline (no timer per connection): it
+  // runs while handshakes are held, at a tenth of the timeout (250 ms at most).
+  let sweeper: ReturnType<typeof setTimeout> | undefined;
+  const sweepEvery = Math.max(5, Math.min(250, limits.handshakeTimeoutMs / 10));
+  const sweep = () => {
+    sweeper = undefined;
+    shed(table.sweep());
+    if (table.handshakes > 0 && !closed) sweeper = setTimeout(sweep, sweepEvery);
   };
 
   /**
    * Admits one incoming connection. Its handshake runs on its own, bounded by
-   * the handshake timeout: a client that sends an Initial and goes silent
-   * holds only its own slot, never the accept loop (it used to hold every
-   * newcomer until the idle timeout). `zeroRtt` makes `accept()` hand over
-   * the connection at once with a `handshake` promise, so a stalled one can
-   * be closed; nothing is served on it before the handshake completes.
+   * the (shrinking) handshake deadline: a client that sends an Initial and
+   * goes silent holds only its own slot, never the accept loop, and a flood
+   * of such clients sheds its own oldest handshakes (see `admission.ts`).
+   * `zeroRtt` makes `accept()` hand over the connection at once with a
+   * `handshake` promise, so a stalled one can be closed; nothing is served on
+   * it before the handshake completes.
    */
   const admit = (incoming: Deno.QuicIncoming) => {
-    if (stopped || handshaking >= limits.maxHandshakes || established >= limits.maxConnections) {
-      // Past a global limit: refuse without reading the address (reading
-      // it first would consume the incoming connection, DESIGN.md §2).
+    const refused = stopped ? "stopped" : table.refuseUnseen();
+    if (refused !== undefined) {
+      // Refused without reading the address (reading it first would consume
+      // the incoming connection, DESIGN.md §2): a refusal is one small packet.
       try {
         incoming.refuse();
       } catch {
         // already gone
       }
-      if (!stopped) reject(handshaking >= limits.maxHandshakes ? "handshakes" : "connections");
+      if (refused !== "stopped") reject(refused);
       return;
     }
     let conn: Deno.QuicConn;
@@ -144,39 +154,24 @@ export function listenQuic(
       log.trace("accept failed: {error}", { error: String(err) });
       return;
     }
-    const address = conn.remoteAddr.hostname;
-    const count = perAddress.get(address) ?? 0;
-    if (count >= limits.maxPerAddress) {
+    const result = table.admit(conn, conn.remoteAddr.hostname);
+    if (result.admitted === undefined) {
       closeQuietly(conn, EXCESSIVE_LOAD, "too many connections from this address");
-      reject("per_address");
+      reject(result.reason);
       return;
     }
-    perAddress.set(address, count + 1);
-    handshaking++;
-    let state: "handshake" | "open" | "done" = "handshake";
-    const timer = setTimeout(() => {
-      if (state !== "handshake") return;
-      state = "done";
-      handshaking--;
-      closeQuietly(conn, EXCESSIVE_LOAD, "handshake timeout");
-      reject("handshake_timeout");
-    }, limits.handshakeTimeoutMs);
-    conn.closed.catch(() => {}).finally(() => {
-      clearTimeout(timer);
-      if (state === "handshake") handshaking--;
-      if (state === "open") established--;
-      state = "done";
-      release(address);
-    });
+    shed(result.shed);
+    const entry: AdmissionEntry<Deno.QuicConn> = result.admitted;
+    if (sweeper === undefined) sweeper = setTimeout(sweep, sweepEvery);
+    conn.closed.then(release, release);
     conn.handshake.then(() => {
-      if (state !== "handshake") return; // timed out or closed meanwhile
-      clearTimeout(timer);
-      handshaking--;
+      if (!table.established(entry)) return; // shed or closed meanwhile
       if (closed) return;
-      state = "open";
-      established++;
       deliver(conn as unknown as QuicConnection);
     }, (err) => log.trace("handshake failed: {error}", { error: String(err) }));
+    function release() {
+      table.closed(entry);
+    }
   };
 
   const read = async (listener: Deno.QuicListener) => {
@@ -201,6 +196,12 @@ export function listenQuic(
   const addr: PeerAddr = { hostname: endpoint.addr.hostname, port: endpoint.addr.port };
   return {
     addr,
+    get handshakes() {
+      return table.handshakes;
+    },
+    get connections() {
+      return table.connections;
+    },
     async accept(): Promise<QuicConnection | null> {
       while (!closed) {
         const conn = await next();
@@ -227,6 +228,7 @@ export function listenQuic(
       if (closed) return;
       stopped = true;
       closed = true;
+      clearTimeout(sweeper);
       for (const waiter of waiting.splice(0)) waiter(null);
       try {
         endpoint.close(info ?? { closeCode: 0x100, reason: "" });

@@ -1,7 +1,8 @@
 /**
  * The QUIC transport seen by the HTTP/3 server: an interface, its
  * implementation on `Deno.QuicEndpoint` with admission limits (handshake
- * timeout, caps on handshakes and connections, per client address), and an
+ * deadlines, caps on handshakes and connections, per client address group and
+ * network, the oldest unfinished handshake shed for a newcomer), and an
  * in-memory pair for tests.
  *
  * @example
@@ -20,6 +21,9 @@ export type * from "./transport.ts";
 export {
   type AdmissionLimits,
   DEFAULT_ADMISSION_LIMITS,
+  type DenoQuicTransport,
   listenQuic,
   type ListenQuicOptions,
 } from "./deno_transport.ts";
+export { AdmissionTable } from "./admission.ts";
+export { addressGroup, type PrefixLengths } from "./address_group.ts";

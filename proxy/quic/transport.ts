@@ -71,12 +71,22 @@ export interface QuicServerTransport {
   close(info?: CloseInfo): void;
 }
 
-/** Why a connection was turned away by the admission limits (metrics label them all). */
+/**
+ * Why a connection was turned away or an unfinished handshake shed by the
+ * admission limits (metrics label them all): `connections` (newcomer refused,
+ * `maxConnections` reached), `per_address` (its address group holds
+ * `maxPerAddress`), `handshakes`, `address_handshakes` and
+ * `network_handshakes` (the oldest unfinished handshake of the whole table, of
+ * the address group, or of the network was closed to make room for a
+ * newcomer), `handshake_timeout` (not complete within its deadline).
+ */
 export const REJECT_REASONS = [
   "handshakes",
   "connections",
   "per_address",
   "handshake_timeout",
+  "address_handshakes",
+  "network_handshakes",
 ] as const;
 
 /** One of {@link REJECT_REASONS}. */

@@ -1,0 +1,250 @@
+/**
+ * Admission bookkeeping of one QUIC port, without I/O: which handshakes and
+ * connections are held, which one to shed when a newcomer arrives, and which
+ * handshakes have outlived their deadline. The transport (`deno_transport.ts`)
+ * feeds it events and closes what it names.
+ *
+ * Built for a spoofed-Initial flood. Deno's QUIC API has no Retry and shows a
+ * newcomer's address only after `accept()` (reading it before consumes the
+ * incoming connection), so spoofed Initials cannot be told apart or turned
+ * away unseen: each is accepted, and a full table makes room by closing its
+ * OLDEST unfinished handshake rather than refusing the newcomer. A real
+ * client finishes its handshake in one round trip; a spoofed one never does.
+ * So a flood of R Initials per second only hurts a client whose handshake
+ * takes longer than (table size) / R: with 256 slots and 1,000 Initials/s,
+ * 256 ms. The same happens per address group and per network, with smaller
+ * tables, so that a flood from one network sheds its own handshakes first.
+ * A handshake's deadline also shortens as the table fills.
+ *
+ * @module
+ */
+
+import { addressGroup, type PrefixLengths } from "./address_group.ts";
+import type { RejectReason } from "./transport.ts";
+
+/**
+ * What one UDP port admits. A QUIC handshake costs the server state from the
+ * client's first packet on, so unfinished handshakes are bounded in number
+ * (globally, per address group and per network) and in time; connections in
+ * number, in all and per address group.
+ */
+export interface AdmissionLimits {
+  /**
+   * A handshake not complete by then is closed (ms; default 10000). The
+   * deadline shortens once the handshake table is more than half full, to a
+   * tenth of this when it is full.
+   */
+  handshakeTimeoutMs: number;
+  /** Unfinished handshakes at once; a newcomer past it sheds the oldest (default 256). */
+  maxHandshakes: number;
+  /** Established connections; past it newcomers are refused (default 4096). */
+  maxConnections: number;
+  /** Handshakes and connections from one address group (default 64). */
+  maxPerAddress: number;
+  /** Unfinished handshakes from one address group; past it the group's oldest is shed (default 32). */
+  maxHandshakesPerAddress: number;
+  /** Unfinished handshakes from one network; past it the network's oldest is shed (default 64). */
+  maxHandshakesPerNetwork: number;
+  /** Prefix lengths that make one address group (default IPv4 /32, IPv6 /64). */
+  addressPrefix: PrefixLengths;
+  /** Prefix lengths that make one network (default IPv4 /24, IPv6 /56). */
+  networkPrefix: PrefixLengths;
+}
+
+/** Defaults of {@link AdmissionLimits}. */
+export const DEFAULT_ADMISSION_LIMITS: Readonly<AdmissionLimits> = Object.freeze({
+  handshakeTimeoutMs: 10_000,
+  maxHandshakes: 256,
+  maxConnections: 4096,
+  maxPerAddress: 64,
+  maxHandshakesPerAddress: 32,
+  maxHandshakesPerNetwork: 64,
+  addressPrefix: Object.freeze({ v4: 32, v6: 64 }),
+  networkPrefix: Object.freeze({ v4: 24, v6: 56 }),
+});
+
+/** One admitted handshake or connection. */
+export interface AdmissionEntry<H> {
+  /** The caller's handle (the connection). */
+  readonly handle: H;
+  /** Address group key (see `address_group.ts`). */
+  readonly group: string;
+  /** Network key. */
+  readonly network: string;
+  /** When it was admitted (the injected clock's ms). */
+  readonly started: number;
+  /** `handshake` until established, `open` after, `gone` once released. */
+  state: "handshake" | "open" | "gone";
+}
+
+/** An entry the table let go of, and why: the caller closes its connection. */
+export interface Shed<H> {
+  entry: AdmissionEntry<H>;
+  reason: RejectReason;
+}
+
+/** What {@link AdmissionTable.admit} decided. */
+export type AdmitResult<H> =
+  | { admitted: AdmissionEntry<H>; shed: Shed<H>[] }
+  | { admitted: undefined; reason: RejectReason };
+
+/**
+ * The held handshakes and connections of one port.
+ *
+ * @example
+ * ```ts
+ * const table = new AdmissionTable<Deno.QuicConn>(DEFAULT_ADMISSION_LIMITS, performance.now);
+ * const r = table.admit(conn, conn.remoteAddr.hostname);
+ * if (!r.admitted) conn.close(); // r.reason says why
+ * else for (const s of r.shed) s.entry.handle.close();
+ * ```
+ */
+export class AdmissionTable<H> {
+  readonly #limits: AdmissionLimits;
+  readonly #now: () => number;
+  /** Unfinished handshakes, oldest first (a Set keeps insertion order). */
+  readonly #pending = new Set<AdmissionEntry<H>>();
+  readonly #pendingByGroup = new Map<string, Set<AdmissionEntry<H>>>();
+  readonly #pendingByNetwork = new Map<string, Set<AdmissionEntry<H>>>();
+  /** Handshakes and connections per address group. */
+  readonly #perGroup = new Map<string, number>();
+  #established = 0;
+
+  constructor(limits: AdmissionLimits, now: () => number) {
+    this.#limits = limits;
+    this.#now = now;
+  }
+
+  /** Unfinished handshakes held. */
+  get handshakes(): number {
+    return this.#pending.size;
+  }
+
+  /** Established connections held. */
+  get connections(): number {
+    return this.#established;
+  }
+
+  /**
+   * Whether a newcomer must be refused before it is even accepted (its address
+   * is not known yet): the reason, or `undefined` to accept it.
+   */
+  refuseUnseen(): RejectReason | undefined {
+    return this.#established >= this.#limits.maxConnections ? "connections" : undefined;
+  }
+
+  /**
+   * Admits an accepted newcomer from `address`, shedding older unfinished
+   * handshakes to make room, or turns it away when its address group already
+   * holds `maxPerAddress` established connections.
+   */
+  admit(handle: H, address: string): AdmitResult<H> {
+    const limits = this.#limits;
+    const group = addressGroup(address, limits.addressPrefix);
+    const network = addressGroup(address, limits.networkPrefix);
+    const shed: Shed<H>[] = [];
+    const evictOldest = (set: Set<AdmissionEntry<H>> | undefined, reason: RejectReason) => {
+      const oldest = set?.values().next().value;
+      if (oldest === undefined) return false;
+      this.#release(oldest);
+      shed.push({ entry: oldest, reason });
+      return true;
+    };
+    if ((this.#perGroup.get(group) ?? 0) >= limits.maxPerAddress) {
+      // The group's own oldest handshake makes room; with none, it holds only
+      // established connections and the newcomer is the one turned away.
+      if (!evictOldest(this.#pendingByGroup.get(group), "per_address")) {
+        return { admitted: undefined, reason: "per_address" };
+      }
+    }
+    const byGroup = this.#pendingByGroup.get(group);
+    if (byGroup && byGroup.size >= limits.maxHandshakesPerAddress) {
+      evictOldest(byGroup, "address_handshakes");
+    }
+    const byNetwork = this.#pendingByNetwork.get(network);
+    if (byNetwork && byNetwork.size >= limits.maxHandshakesPerNetwork) {
+      evictOldest(byNetwork, "network_handshakes");
+    }
+    if (this.#pending.size >= limits.maxHandshakes) evictOldest(this.#pending, "handshakes");
+    const entry: AdmissionEntry<H> = {
+      handle,
+      group,
+      network,
+      started: this.#now(),
+      state: "handshake",
+    };
+    this.#pending.add(entry);
+    addTo(this.#pendingByGroup, group, entry);
+    addTo(this.#pendingByNetwork, network, entry);
+    this.#perGroup.set(group, (this.#perGroup.get(group) ?? 0) + 1);
+    return { admitted: entry, shed };
+  }
+
+  /**
+   * The entry's handshake completed: it becomes an established connection.
+   * False when it was shed or released meanwhile (the caller must not serve it).
+   */
+  established(entry: AdmissionEntry<H>): boolean {
+    if (entry.state !== "handshake") return false;
+    this.#unpend(entry);
+    entry.state = "open";
+    this.#established++;
+    return true;
+  }
+
+  /** The entry's connection closed: its slots are free. */
+  closed(entry: AdmissionEntry<H>): void {
+    this.#release(entry);
+  }
+
+  /**
+   * The deadline of an unfinished handshake now: `handshakeTimeoutMs` while
+   * the table is at most half full, then shorter, down to a tenth when full.
+   */
+  deadlineMs(): number {
+    const fill = this.#pending.size / this.#limits.maxHandshakes;
+    const scale = Math.min(1, Math.max(0.1, 2 * (1 - fill)));
+    return this.#limits.handshakeTimeoutMs * scale;
+  }
+
+  /** Sheds every unfinished handshake older than {@link deadlineMs}, oldest first. */
+  sweep(): Shed<H>[] {
+    const now = this.#now();
+    const shed: Shed<H>[] = [];
+    for (const entry of this.#pending) {
+      if (now - entry.started <= this.deadlineMs()) break; // the rest are younger
+      this.#release(entry);
+      shed.push({ entry, reason: "handshake_timeout" });
+    }
+    return shed;
+  }
+
+  #unpend(entry: AdmissionEntry<H>): void {
+    this.#pending.delete(entry);
+    removeFrom(this.#pendingByGroup, entry.group, entry);
+    removeFrom(this.#pendingByNetwork, entry.network, entry);
+  }
+
+  #release(entry: AdmissionEntry<H>): void {
+    if (entry.state === "gone") return;
+    if (entry.state === "handshake") this.#unpend(entry);
+    else this.#established--;
+    entry.state = "gone";
+    const n = (this.#perGroup.get(entry.group) ?? 1) - 1;
+    if (n === 0) this.#perGroup.delete(entry.group);
+    else this.#perGroup.set(entry.group, n);
+  }
+}
+
+function addTo<V>(map: Map<string, Set<V>>, key: string, value: V): void {
+  let set = map.get(key);
+  if (!set) map.set(key, set = new Set());
+  set.add(value);
+}
+
+function removeFrom<V>(map: Map<string, Set<V>>, key: string, value: V): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) map.delete(key);
+}
