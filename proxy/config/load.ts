@@ -30,6 +30,7 @@ import {
   readPemFileSync,
 } from "./_files.ts";
 import { issueMessage } from "./_issues.ts";
+import { knownKeys, nearestKey } from "./_hints.ts";
 import { formatPath, type KeyPath, lineOfPath } from "./_yaml_lines.ts";
 
 /** One configuration problem: where it is and what is wrong. */
@@ -220,7 +221,14 @@ function validateText(
       if (issue.path.length === 0 && raw == null) {
         add([], "the file is empty; expected a mapping with version, listen and upstream");
       } else if (issue.code === "unrecognized_keys") {
-        for (const key of issue.keys) add([...issue.path, key], "unknown key");
+        const known = knownKeys(ConfigSchema, issue.path);
+        for (const key of issue.keys) {
+          const near = nearestKey(key, known);
+          add(
+            [...issue.path, key],
+            near === null ? "unknown key" : `unknown key (did you mean \`${near}\`?)`,
+          );
+        }
       } else {
         add(issue.path, issueMessage(issue));
       }
