@@ -31,6 +31,9 @@ Usage: deno run -A proxy/main.ts -c <config.yaml>
 
 Options:
   -c, --config <path>  configuration file (YAML), required
+  -t, --check          validate the configuration (schema, certificate and key
+                       as a pair, log files) and exit: 0 valid, 1 not;
+                       --validate is the same
   -V, --version        print the version and exit
   -h, --help           print this help and exit
 
@@ -81,18 +84,27 @@ function describePairError(message: string): TlsPairProblem {
   return { at: "cert", message: `cannot be used with listen.tls.key: ${text}` };
 }
 
-function parseCli(args: string[]): { config?: string; version: boolean; help: boolean } {
+function parseCli(
+  args: string[],
+): { config?: string; version: boolean; help: boolean; check: boolean } {
   const { values } = parseArgs({
     args,
     options: {
       config: { type: "string", short: "c" },
       version: { type: "boolean", short: "V", default: false },
       help: { type: "boolean", short: "h", default: false },
+      check: { type: "boolean", short: "t", default: false },
+      validate: { type: "boolean", default: false },
     },
     strict: true,
     allowPositionals: false,
   });
-  return { config: values.config, version: values.version!, help: values.help! };
+  return {
+    config: values.config,
+    version: values.version!,
+    help: values.help!,
+    check: values.check! || values.validate!,
+  };
 }
 
 async function main(args: string[]): Promise<number> {
@@ -128,6 +140,17 @@ async function main(args: string[]): Promise<number> {
   }
   const config = loaded.config;
   for (const w of loaded.warnings) console.error(`Warning: ${formatProblem(w)}`);
+  if (cli.check) {
+    // What startup would open next: the log file and the access-log file.
+    const problems = checkLogFiles(config);
+    for (const p of problems) console.error(p);
+    if (problems.length > 0) {
+      console.error("Configuration validation failed.");
+      return 1;
+    }
+    console.log(`Configuration validation successful: ${cli.config}`);
+    return 0;
+  }
   console.log("Configuration validation successful");
 
   try {
@@ -331,6 +354,30 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   log.info("Shutdown complete");
   await teardownLogging();
   return 0;
+}
+
+/**
+ * Whether the log file and the access-log file of `config` can be opened
+ * for append (created, 0600, if missing, as startup would): one line per
+ * file that cannot, naming its key.
+ */
+function checkLogFiles(config: Config): string[] {
+  const files: Array<[string, string]> = [];
+  if (config.log.file.enabled) {
+    files.push(["log.file.path", resolveLogFilePath(PRODUCT, config.log.file.path)]);
+  }
+  if (config.log.access.enabled && config.log.access.file !== undefined) {
+    files.push(["log.access.file", config.log.access.file]);
+  }
+  const problems: string[] = [];
+  for (const [key, path] of files) {
+    try {
+      Deno.openSync(path, { append: true, create: true, mode: 0o600 }).close();
+    } catch (err) {
+      problems.push(`${key}: cannot write ${JSON.stringify(path)}: ${(err as Error).message}`);
+    }
+  }
+  return problems;
 }
 
 /**
