@@ -1,7 +1,9 @@
 /**
  * The payments sandbox as a Hono app: `createApp(deps)` wires the routes on
  * every base path, bearer auth, the error envelope, `/health`,
- * `/openapi.json` and `/docs`.
+ * `/openapi.json` and `/docs`. Every response carries a fresh `intuit_tid`
+ * (the Java SDK reads it from every response); the public token endpoint
+ * answers CORS preflights.
  *
  * @example
  * ```ts
@@ -18,13 +20,20 @@ import { Hono } from "hono";
 import { Health } from "../shared/payments_schemas.ts";
 import { bearerChecker } from "./auth.ts";
 import { DOCS_HTML } from "./docs_page.ts";
-import { PaymentsError } from "./domain/errors.ts";
+import { type Cidr, parseCidrs } from "./client_address.ts";
+import { INFO_LINK, PaymentsError } from "./domain/errors.ts";
 import { createIdGenerator, type IdGenerator } from "./domain/ids.ts";
 import { bankAccountEndpoints } from "./routes/bank_accounts.ts";
 import { cardEndpoints } from "./routes/cards.ts";
 import { chargeEndpoints } from "./routes/charges.ts";
 import { echeckEndpoints } from "./routes/echecks.ts";
-import { BODY_ERROR_RESPONSES, type Endpoint, mount } from "./routes/_endpoint.ts";
+import {
+  BODY_ERROR_RESPONSES,
+  type Endpoint,
+  mount,
+  validRequestId,
+  WRITE_UNAVAILABLE_RESPONSE,
+} from "./routes/_endpoint.ts";
 import { tokenEndpoints } from "./routes/tokens.ts";
 import { RateLimiter, type RateLimitOptions, TOKEN_RATE_LIMIT } from "./rate_limit.ts";
 import { PaymentsService } from "./service.ts";
@@ -35,8 +44,26 @@ const log = getLogger(["payments", "http"]);
 /** Most checks a KV Connect server (denokv, Deno Deploy) accepts in one atomic commit. */
 export const KV_CONNECT_MAX_CHECKS = 10;
 
-/** Default base path. */
-export const DEFAULT_BASE_PATH = "/vendor/v4";
+/**
+ * Base paths always served: the real API's (`/quickbooks/v4`, what the Java
+ * and npm SDKs call) and the spec's neutral `/vendor/v4`; `basePaths` adds
+ * more.
+ */
+export const DEFAULT_BASE_PATHS: readonly string[] = ["/quickbooks/v4", "/vendor/v4"];
+
+/** The first default base path (the real API's). */
+export const DEFAULT_BASE_PATH = DEFAULT_BASE_PATHS[0];
+
+/** Origins allowed to call the token endpoint from a browser by default: any. */
+export const DEFAULT_CORS_ORIGINS: readonly string[] = ["*"];
+
+/** Response header naming each response (the real API's transaction id). */
+export const INTUIT_TID = "intuit_tid";
+
+/** The base paths served: the defaults plus `extra`, normalised, each once. */
+export function basePathsOf(extra: readonly string[] = []): string[] {
+  return [...new Set([...DEFAULT_BASE_PATHS, ...extra].map(normalizeBase))];
+}
 
 /** Dependencies of {@link createApp}. */
 export interface PaymentsDeps {
@@ -49,8 +76,23 @@ export interface PaymentsDeps {
   maxChecksPerCommit?: number;
   /** Accepted bearer tokens (at least one). */
   tokens: readonly string[];
-  /** Base paths to serve the API under; default `["/vendor/v4"]`. */
+  /** Base paths to serve the API under besides {@link DEFAULT_BASE_PATHS}. */
   basePaths?: readonly string[];
+  /** `infoLink` of every error; default {@link INFO_LINK}. */
+  infoLink?: string;
+  /**
+   * Origins a browser may call the public token endpoint from
+   * (`Access-Control-Allow-Origin`); default `["*"]`; empty: no CORS
+   * headers. Authenticated routes never send CORS headers.
+   */
+  corsOrigins?: readonly string[];
+  /**
+   * CIDRs of proxies whose forwarded client address (`Forwarded` /
+   * `X-Forwarded-For`) the token rate limit counts; default none.
+   */
+  trustedProxies?: readonly string[];
+  /** `intuit_tid` generator; default `crypto.randomUUID`. */
+  intuitTid?: () => string;
   /** Clock; default `() => new Date()`. */
   now?: () => Date;
   /** Id generator; default time-ordered random ids. */
@@ -84,14 +126,43 @@ function normalizeBase(p: string): string {
   return trimmed.startsWith("/") ? trimmed : `/${trimmed}`;
 }
 
-function errorResponse(err: PaymentsError): Response {
+/**
+ * The response of a failure: the envelope (with `infoLink`), the
+ * `Request-Id` of the request echoed when it is a valid one (unless the
+ * error sets its own), `Retry-After` on a retryable 503.
+ */
+function errorResponse(err: PaymentsError, requestId: string | undefined, infoLink: string) {
   const headers = new Headers({ "content-type": "application/json; charset=utf-8" });
   if (err.status === 401) headers.set("www-authenticate", 'Bearer realm="payments"');
   // Storage busy or contended: worth trying again shortly (RFC 9110 §10.2.3).
   if (err.status === 503 && err.retryable) headers.set("retry-after", "1");
+  if (requestId) headers.set("request-id", requestId);
   for (const [k, v] of Object.entries(err.headers ?? {})) headers.set(k, v);
-  return new Response(JSON.stringify(err.toEnvelope()), { status: err.status, headers });
+  return new Response(JSON.stringify(err.toEnvelope(infoLink)), { status: err.status, headers });
 }
+
+/** The path of a request URL (no query), without a trailing slash. */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const q = url.indexOf("?", start);
+  const path = q < 0 ? url.slice(start) : url.slice(start, q);
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
+/** The CORS headers of a token endpoint response to a request from `origin`. */
+function corsHeaders(origins: readonly string[], origin: string | null): Record<string, string> {
+  if (origins.includes("*")) return { "access-control-allow-origin": "*" };
+  if (origin !== null && origins.includes(origin)) {
+    return { "access-control-allow-origin": origin, "vary": "Origin" };
+  }
+  return {};
+}
+
+/** Headers a browser may send to the token endpoint (answer to a preflight). */
+const CORS_ALLOW_HEADERS = "Content-Type, Request-Id, Accept";
+/** Response headers a browser script may read from the token endpoint. */
+const CORS_EXPOSE_HEADERS = `Request-Id, ${INTUIT_TID}, Retry-After`;
 
 /** Build the OpenAPI 3.1 document of the API served under `basePath`. */
 export function buildOpenApiDocument(basePaths: readonly string[]): Record<string, unknown> {
@@ -100,19 +171,27 @@ export function buildOpenApiDocument(basePaths: readonly string[]): Record<strin
     type: "http",
     scheme: "bearer",
   });
-  const base = normalizeBase(basePaths[0] ?? DEFAULT_BASE_PATH);
+  const bases = basePaths.length ? basePaths.map(normalizeBase) : [...DEFAULT_BASE_PATHS];
   for (const ep of ALL_ENDPOINTS) {
     const withBody = ep.route.request?.body !== undefined;
+    const write = ep.route.method !== "get";
     doc.openAPIRegistry.registerPath({
       ...ep.route,
-      ...(withBody ? { responses: { ...BODY_ERROR_RESPONSES, ...ep.route.responses } } : {}),
-      path: base + ep.route.path,
+      responses: {
+        ...(withBody ? BODY_ERROR_RESPONSES : {}),
+        ...ep.route.responses,
+        ...(write ? WRITE_UNAVAILABLE_RESPONSE : {}),
+      },
+      // Paths are relative to each server (one per base path).
+      path: ep.route.path,
       security: ep.public ? [] : [{ bearerAuth: [] }],
     });
   }
   doc.openAPIRegistry.registerPath({
     method: "get",
     path: "/health",
+    // At the root, not under a base path.
+    servers: [{ url: "/" }],
     operationId: "health",
     tags: ["Service"],
     summary: "Health check (public)",
@@ -125,10 +204,12 @@ export function buildOpenApiDocument(basePaths: readonly string[]): Record<strin
     info: {
       title: "Payments API sandbox",
       version: "4.0.0",
-      description: "Stateful sandbox of the payments REST API. Send " +
-        "`Authorization: Bearer <token>`; `Request-Id` makes writes idempotent.",
+      description: "Stateful sandbox of the payments REST API, served under every base path " +
+        `(${bases.map((b) => `\`${b}\``).join(", ")}; \`/health\` is at the root). Send ` +
+        "`Authorization: Bearer <token>`; `Request-Id` makes writes idempotent. Every " +
+        "response carries a unique `intuit_tid` header.",
     },
-    servers: [{ url: "/" }],
+    servers: bases.map((url) => ({ url, description: `Base path ${url}` })),
   }) as unknown as Record<string, unknown>;
 }
 
@@ -149,28 +230,15 @@ export function createApp(deps: PaymentsDeps): Hono {
     ids: deps.ids ?? createIdGenerator(() => now().getTime(), random),
     random,
   });
-  const basePaths = (deps.basePaths?.length ? deps.basePaths : [DEFAULT_BASE_PATH]).map(
-    normalizeBase,
-  );
+  const basePaths = basePathsOf(deps.basePaths);
+  const infoLink = deps.infoLink ?? INFO_LINK;
+  const corsOrigins = deps.corsOrigins ?? DEFAULT_CORS_ORIGINS;
+  const trustedProxies: Cidr[] = parseCidrs(deps.trustedProxies ?? []);
+  const tokenPaths = new Set(basePaths.map((b) => `${b}/payments/tokens`));
+  const newTid = deps.intuitTid ?? (() => crypto.randomUUID());
   let openapiJson: string | undefined;
 
   const app = new Hono({ strict: false });
-  // Request log at debug level. Logging is configured before the app is
-  // built; without debug there is no middleware at all, so each request runs
-  // exactly one handler (Hono skips its middleware chain then).
-  if (log.isEnabledFor("debug")) {
-    app.use("*", (c, next) => {
-      const start = performance.now();
-      return next().then(() => {
-        log.debug("{method} {path} {status} {ms}ms", {
-          method: c.req.method,
-          path: c.req.path,
-          status: c.res.status,
-          ms: Math.round((performance.now() - start) * 10) / 10,
-        });
-      });
-    });
-  }
 
   app.get("/health", (c) => c.json({ status: "ok", timestamp: now().toISOString() }));
   app.get("/openapi.json", () => {
@@ -190,6 +258,7 @@ export function createApp(deps: PaymentsDeps): Hono {
   const api = mount(ALL_ENDPOINTS, svc, allowed, {
     bodyTimeoutMs: deps.bodyTimeoutMs,
     rateLimiter,
+    trustedProxies,
   });
   for (const base of basePaths) app.route(base, api);
 
@@ -198,15 +267,87 @@ export function createApp(deps: PaymentsDeps): Hono {
   app.notFound((c) => {
     const path = c.req.path;
     const underBase = basePaths.some((b) => path === b || path.startsWith(`${b}/`));
+    const requestId = validRequestId(c.req.header("request-id"));
     if (underBase && !allowed(c.req.raw.headers.get("authorization") ?? undefined)) {
-      return errorResponse(PaymentsError.unauthorized());
+      return errorResponse(PaymentsError.unauthorized(), requestId, infoLink);
     }
-    return errorResponse(PaymentsError.notFound("path", "No such resource or path"));
+    const served = `the API is served under ${basePaths.join(", ")}`;
+    return errorResponse(
+      PaymentsError.notFound("path", "No such resource or path", `no such path: ${served}`),
+      requestId,
+      infoLink,
+    );
   });
-  app.onError((err) => {
-    if (err instanceof PaymentsError) return errorResponse(err);
-    log.error("unhandled error: {error}", { error: err });
-    return errorResponse(PaymentsError.system("internal error", 500, false));
+  app.onError((err, c) => {
+    const requestId = validRequestId(c.req.header("request-id"));
+    if (err instanceof PaymentsError) return errorResponse(err, requestId, infoLink);
+    log.error("unhandled error: {error} intuit_tid={intuitTid}", {
+      error: err,
+      intuitTid: (c.env as { intuitTid?: string } | undefined)?.intuitTid,
+    });
+    return errorResponse(PaymentsError.system("internal error", 500, false), requestId, infoLink);
   });
+
+  // Every response gets its own intuit_tid, written to the request's log
+  // line too (debug level; failures with status 500 and up at warning). The
+  // token endpoint answers CORS preflights and labels its responses for
+  // browsers. Done around the router rather than as Hono middleware, so
+  // each request still runs exactly one handler.
+  const route = app.fetch;
+  const debug = log.isEnabledFor("debug");
+  const finish = (req: Request, res: Response, tid: string, start: number, cors: boolean) => {
+    try {
+      res.headers.set(INTUIT_TID, tid);
+    } catch {
+      res = new Response(res.body, res); // immutable headers: copy
+      res.headers.set(INTUIT_TID, tid);
+    }
+    if (cors) {
+      for (const [k, v] of Object.entries(corsHeaders(corsOrigins, req.headers.get("origin")))) {
+        res.headers.set(k, v);
+      }
+      if (res.headers.has("access-control-allow-origin")) {
+        res.headers.set("access-control-expose-headers", CORS_EXPOSE_HEADERS);
+      }
+    }
+    if (debug || res.status >= 500) {
+      const fields = {
+        method: req.method,
+        path: pathOf(req.url),
+        status: res.status,
+        ms: Math.round((performance.now() - start) * 10) / 10,
+        intuitTid: tid,
+        requestId: req.headers.get("request-id") ?? "",
+      };
+      const line = "{method} {path} {status} {ms}ms intuit_tid={intuitTid} " +
+        "request_id={requestId}";
+      if (res.status >= 500) log.warn(line, fields);
+      else log.debug(line, fields);
+    }
+    return res;
+  };
+  app.fetch = (req: Request, env?: unknown, ctx?: unknown) => {
+    const tid = newTid();
+    const start = performance.now();
+    const cors = corsOrigins.length > 0 && req.url.includes("/payments/tokens") &&
+      tokenPaths.has(pathOf(req.url));
+    if (cors && req.method === "OPTIONS") {
+      const res = new Response(null, {
+        status: 204,
+        headers: {
+          ...corsHeaders(corsOrigins, req.headers.get("origin")),
+          "access-control-allow-methods": "POST, OPTIONS",
+          "access-control-allow-headers": CORS_ALLOW_HEADERS,
+          "access-control-max-age": "600",
+        },
+      });
+      return finish(req, res, tid, start, false);
+    }
+    const remoteAddr = (env as { remoteAddr?: unknown } | undefined)?.remoteAddr;
+    const out = route(req, { remoteAddr, intuitTid: tid }, ctx as never);
+    return out instanceof Promise
+      ? out.then((res) => finish(req, res, tid, start, cors))
+      : finish(req, out, tid, start, cors);
+  };
   return app;
 }

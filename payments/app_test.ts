@@ -123,7 +123,7 @@ Deno.test("OpenAPI: a valid 3.1 document listing every route and operation, bear
   const doc = r.body;
   assert.match(doc.openapi, /^3\.1\.\d+$/);
   for (const ep of ALL_ENDPOINTS) {
-    const op = doc.paths[`/vendor/v4${ep.route.path}`]?.[ep.route.method];
+    const op = doc.paths[ep.route.path]?.[ep.route.method];
     assert.ok(op, `${ep.route.method} ${ep.route.path} missing`);
     assert.equal(op.operationId, ep.route.operationId);
     assert.deepEqual(op.security, ep.public ? [] : [{ bearerAuth: [] }]);
@@ -140,7 +140,7 @@ Deno.test("OpenAPI: a valid 3.1 document listing every route and operation, bear
   delete broken.info;
   assert.equal((await new Validator().validate(broken)).valid, false);
   // every operation is routed by the app (no doc-only routes)
-  assert.equal(ALL_ENDPOINTS.length, 19);
+  assert.equal(ALL_ENDPOINTS.length, 23);
   for (const ep of ALL_ENDPOINTS) assert.ok(!honoPath(ep.route.path).includes("{"));
   h.close();
 });
@@ -361,13 +361,13 @@ Deno.test("OpenAPI: shows token value, charge refunds, the refund list, moreInfo
     assert.ok(schemas.Charge.properties[f], f);
   }
   assert.ok(schemas.ErrorItem.properties.moreInfo);
-  const list = doc.paths["/vendor/v4/payments/charges/{chargeId}/refunds"].get;
+  const list = doc.paths["/payments/charges/{chargeId}/refunds"].get;
   assert.equal(list.operationId, "listRefunds");
   assert.ok(list.responses[200].content["application/json"].schema);
-  const token = doc.paths["/vendor/v4/payments/tokens"].post;
+  const token = doc.paths["/payments/tokens"].post;
   assert.ok(token.responses[429].headers["Retry-After"]);
   assert.ok(token.responses[415]);
-  assert.ok(doc.paths["/vendor/v4/payments/charges"].post.responses[415]);
-  assert.equal(doc.paths["/vendor/v4/payments/charges/{chargeId}"].get.responses[415], undefined);
+  assert.ok(doc.paths["/payments/charges"].post.responses[415]);
+  assert.equal(doc.paths["/payments/charges/{chargeId}"].get.responses[415], undefined);
   h.close();
 });

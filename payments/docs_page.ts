@@ -1,6 +1,9 @@
 /**
  * A self-contained interactive API reference (no CDN): it fetches
- * `/openapi.json` and renders every operation with a "try it" form.
+ * `/openapi.json` and renders every operation with a "try it" form against
+ * the base path chosen among the document's `servers`. The header and
+ * operation descriptions are markdown (code spans, bold, links, paragraphs),
+ * rendered as DOM nodes (never as HTML text).
  *
  * @module
  */
@@ -37,6 +40,7 @@ export const DOCS_HTML = `<!doctype html>
   <h1 id="title">Payments API sandbox</h1>
   <div id="desc"></div>
   <label>Bearer token <input id="token" placeholder="token printed at server start"></label>
+  <label>Base path <select id="server"></select></label>
 </header>
 <main id="ops"><p>Loading /openapi.json…</p></main>
 <script>
@@ -71,9 +75,33 @@ function example(doc, s, depth) {
   if (s.type === "integer" || s.type === "number") return 1;
   return "string";
 }
+// Markdown subset → DOM nodes: blank-line paragraphs, \`code\`, **bold**, [text](http…).
+function inline(text) {
+  const out = [];
+  const re = /\x60([^\x60]+)\x60|\\*\\*([^*]+)\\*\\*|\\[([^\\]]+)\\]\\((https?:[^)\\s]+)\\)/g;
+  let at = 0;
+  for (let m; (m = re.exec(text)) !== null;) {
+    if (m.index > at) out.push(text.slice(at, m.index));
+    if (m[1] !== undefined) out.push(el("code", {}, m[1]));
+    else if (m[2] !== undefined) out.push(el("strong", {}, m[2]));
+    else out.push(el("a", { href: m[4], rel: "noopener" }, m[3]));
+    at = re.lastIndex;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
+function markdown(text) {
+  const box = el("div", { class: "md" });
+  for (const para of String(text || "").split(/\\n\\s*\\n/)) {
+    if (para.trim()) box.append(el("p", {}, ...inline(para.trim())));
+  }
+  return box;
+}
 function render(doc) {
   document.getElementById("title").textContent = doc.info.title + " " + doc.info.version;
-  document.getElementById("desc").textContent = doc.info.description || "";
+  document.getElementById("desc").replaceChildren(markdown(doc.info.description));
+  const select = document.getElementById("server");
+  for (const s of doc.servers || [{ url: "" }]) select.append(el("option", { value: s.url }, s.url));
   const root = document.getElementById("ops");
   root.textContent = "";
   const byTag = {};
@@ -93,7 +121,7 @@ function operation(doc, path, method, op) {
   d.append(el("summary", {}, el("span", { class: "m " + method }, method.toUpperCase()),
     el("code", {}, path), " — " + (op.summary || "")));
   const body = el("div", { class: "body" });
-  if (op.description) body.append(el("p", {}, op.description));
+  if (op.description) body.append(markdown(op.description));
   const inputs = {};
   for (const p of op.parameters || []) {
     const i = el("input", { placeholder: p.in + (p.required ? " (required)" : "") });
@@ -110,7 +138,9 @@ function operation(doc, path, method, op) {
   const out = el("pre", {}, "");
   const btn = el("button", { type: "button" }, "Try it");
   btn.addEventListener("click", async () => {
-    let url = path;
+    const own = op.servers && op.servers[0] ? op.servers[0].url : null;
+    const base = own !== null ? own : document.getElementById("server").value;
+    let url = (base.endsWith("/") ? base.slice(0, -1) : base) + path;
     const headers = {};
     for (const [key, i] of Object.entries(inputs)) {
       const [where, name] = key.split(":");

@@ -4,7 +4,8 @@
  *
  * ```sh
  * deno task payments [--hostname 127.0.0.1] [--port 8081] [--kv PATH|:memory:|URL]
- *   [--base-path /vendor/v4]... [--token T]... [--cert F --key F] [--log-level L]
+ *   [--base-path P]... [--token T]... [--cert F --key F] [--log-level L]
+ *   [--cors-origin O]... [--trusted-proxy CIDR]... [--info-link URL]
  *   [--max-connections N] [--header-timeout MS] [--idle-timeout MS]
  * ```
  *
@@ -16,7 +17,9 @@
  */
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
-import { KV_CONNECT_MAX_CHECKS } from "./app.ts";
+import { DEFAULT_BASE_PATHS, KV_CONNECT_MAX_CHECKS } from "./app.ts";
+import { parseCidr } from "./client_address.ts";
+import { INFO_LINK } from "./domain/errors.ts";
 import { DEFAULT_CONNECTION_LIMITS } from "../shared/serve_connections.ts";
 import { startPaymentsServer } from "./server.ts";
 
@@ -132,7 +135,15 @@ const USAGE = `Usage: deno task payments [options]
                       arrived this long after connecting (default 10000)
   --idle-timeout MS   close a connection with no request in flight for this
                       long (default 60000)
-  --base-path P       API base path, may repeat (default /vendor/v4)
+  --base-path P       another API base path, may repeat (always served:
+                      ${DEFAULT_BASE_PATHS.join(", ")})
+  --cors-origin O     origin a browser may call the token endpoint from, may
+                      repeat (default *: any); authenticated routes send no
+                      CORS headers
+  --trusted-proxy C   CIDR of a proxy whose forwarded client address
+                      (Forwarded / X-Forwarded-For) the token rate limit
+                      counts, may repeat (default none: the TCP peer)
+  --info-link URL     infoLink of every error (default ${INFO_LINK})
   --token T           accepted bearer token, may repeat (or PAYMENTS_TOKENS=a,b)
   --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
   --log-level L       log level (default info; RUST_LOG overrides)
@@ -161,6 +172,9 @@ async function main(): Promise<number> {
           default: String(DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
         },
         "base-path": { type: "string", multiple: true },
+        "cors-origin": { type: "string", multiple: true },
+        "trusted-proxy": { type: "string", multiple: true },
+        "info-link": { type: "string" },
         token: { type: "string", multiple: true },
         cert: { type: "string" },
         key: { type: "string" },
@@ -206,6 +220,14 @@ async function main(): Promise<number> {
     console.error(`--max-connections must be a positive integer, got ${values["max-connections"]}`);
     return 2;
   }
+  for (const cidr of values["trusted-proxy"] ?? []) {
+    try {
+      parseCidr(cidr);
+    } catch {
+      console.error(`--trusted-proxy must be a CIDR block such as 10.0.0.0/8, got ${cidr}`);
+      return 2;
+    }
+  }
   if ((values.cert === undefined) !== (values.key === undefined)) {
     console.error("--cert and --key go together");
     return 2;
@@ -236,6 +258,9 @@ async function main(): Promise<number> {
         idleTimeoutMs: ms["idle-timeout"],
       },
       basePaths: values["base-path"],
+      corsOrigins: values["cors-origin"],
+      trustedProxies: values["trusted-proxy"],
+      infoLink: values["info-link"],
       tokens,
       cert: values.cert ? await readPem("--cert", values.cert) : undefined,
       key: values.key ? await readPem("--key", values.key) : undefined,

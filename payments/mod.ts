@@ -3,7 +3,8 @@
  *
  * @example
  * ```ts
- * import { startPaymentsServer } from "./payments/mod.ts";
+ * import { startPaymentsServer } from "./mod.ts";
+ *
  * const srv = await startPaymentsServer({ port: 0, kv: await Deno.openKv(":memory:") });
  * // srv.url, srv.token
  * await srv.shutdown();

@@ -14,7 +14,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { settledWithin } from "../shared/deadline.ts";
-import { createApp, DEFAULT_BASE_PATH } from "./app.ts";
+import { basePathsOf, createApp, INTUIT_TID } from "./app.ts";
 import {
   type ConnectionLimits,
   type ConnectionServer,
@@ -48,8 +48,14 @@ export interface PaymentsServerOptions {
   drainTimeoutMs?: number;
   /** Close the KV handle on shutdown; default true. */
   closeKv?: boolean;
-  /** Base paths; default `["/vendor/v4"]`. */
+  /** Base paths served besides the defaults (`/quickbooks/v4`, `/vendor/v4`). */
   basePaths?: string[];
+  /** `infoLink` of every error (see `PaymentsDeps.infoLink`). */
+  infoLink?: string;
+  /** Origins allowed on the token endpoint (see `PaymentsDeps.corsOrigins`); default any. */
+  corsOrigins?: string[];
+  /** CIDRs of trusted proxies for the token rate limit (see `PaymentsDeps.trustedProxies`). */
+  trustedProxies?: string[];
   /** Bearer tokens; when empty one is generated (see `generatedToken`). */
   tokens?: string[];
   /** PEM certificate (contents) for TLS. */
@@ -104,7 +110,7 @@ export async function startPaymentsServer(
   const tokens = (opts.tokens ?? []).filter((t) => t !== "");
   const generatedToken = tokens.length === 0;
   if (generatedToken) tokens.push(generateToken());
-  const basePaths = opts.basePaths?.length ? [...opts.basePaths] : [DEFAULT_BASE_PATH];
+  const basePaths = basePathsOf(opts.basePaths);
   const kv = typeof opts.kv === "function" ? await opts.kv() : opts.kv;
   const closeKv = opts.closeKv ?? true;
   const app = createApp({
@@ -115,6 +121,9 @@ export async function startPaymentsServer(
     maxChecksPerCommit: opts.maxChecksPerCommit,
     storeDeadlineMs: opts.storeDeadlineMs,
     bodyTimeoutMs: opts.bodyTimeoutMs,
+    infoLink: opts.infoLink,
+    corsOrigins: opts.corsOrigins,
+    trustedProxies: opts.trustedProxies,
   });
   const hostname = opts.hostname ?? "127.0.0.1";
   const tls = Boolean(opts.cert && opts.key);
@@ -130,7 +139,10 @@ export async function startPaymentsServer(
           infoLink: "",
         }],
       }),
-      { status: 500, headers: { "content-type": "application/json" } },
+      {
+        status: 500,
+        headers: { "content-type": "application/json", [INTUIT_TID]: crypto.randomUUID() },
+      },
     );
   };
   let server: ConnectionServer | Deno.HttpServer<Deno.NetAddr>;

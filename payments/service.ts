@@ -11,13 +11,26 @@ import {
   CardInput,
   ChargeInput,
   ECheckInput,
+  FromTokenInput,
   TokenInput,
   VoidInput,
 } from "../shared/payments_schemas.ts";
-import { type Adjustment, capture, refund, voidCharge } from "./domain/charge_rules.ts";
+import {
+  type Adjustment,
+  capture,
+  refund,
+  refundECheck,
+  voidCharge,
+} from "./domain/charge_rules.ts";
 import { PaymentsError } from "./domain/errors.ts";
 import { type IdGenerator, randomCode } from "./domain/ids.ts";
-import { bankSummaryFrom, cardSummaryFrom, contextFrom, tokenProblem } from "./domain/intake.ts";
+import {
+  bankSummaryFrom,
+  cardSummaryFrom,
+  contextFrom,
+  flag,
+  tokenProblem,
+} from "./domain/intake.ts";
 import { amountAt } from "./domain/money.ts";
 import type {
   AdjustmentRecord,
@@ -173,10 +186,63 @@ export class PaymentsService {
     const summary = await cardSummaryFrom(input, this.#d.now(), "");
     return this.#createOwned<CardRecord>("card", customerId, raw, requestId, {
       ...summary,
-      default: input.default ?? false,
-      isBusiness: input.isBusiness ?? false,
+      default: flag(input.default),
+      isBusiness: flag(input.isBusiness),
       ...(input.commercialCardCode ? { commercialCardCode: input.commercialCardCode } : {}),
     }, cardCreatedView);
+  }
+
+  /**
+   * POST /customers/{customerId}/cards/createFromToken: store the card a
+   * one-time card token stands for; the token is spent in the same commit.
+   */
+  createCardFromToken(customerId: string, raw: unknown, requestId?: string): Promise<Reply> {
+    const input = validate(FromTokenInput, raw);
+    return this.#createOwnedFromToken("card", customerId, raw, requestId, input.value);
+  }
+
+  /**
+   * POST /customers/{customerId}/bank-accounts/createFromToken: store the
+   * bank account a one-time bank-account token stands for (token spent in
+   * the same commit).
+   */
+  createBankAccountFromToken(
+    customerId: string,
+    raw: unknown,
+    requestId?: string,
+  ): Promise<Reply> {
+    const input = validate(FromTokenInput, raw);
+    return this.#createOwnedFromToken("bankAccount", customerId, raw, requestId, input.value);
+  }
+
+  #createOwnedFromToken(
+    kind: keyof typeof OWNED,
+    customerId: string,
+    raw: unknown,
+    requestId: string | undefined,
+    value: string,
+  ): Promise<Reply> {
+    const owned = OWNED[kind];
+    return this.#change(`${owned.op}FromToken:${customerId}`, raw, requestId, async () => {
+      const spent = { checks: [] as Deno.AtomicCheck[], deletes: [] as Deno.KvKey[] };
+      const token = await this.#spendToken(value, kind === "card" ? "card" : "bank_account", spent);
+      const iso = this.#iso();
+      const id = this.#d.ids(owned.idPrefix);
+      const common = { id, customerId, created: iso, updated: iso, default: false };
+      const record: CardRecord | BankAccountRecord = kind === "card"
+        ? { ...token.card!, ...common, isBusiness: false }
+        : { ...token.bank!, ...common };
+      const key = owned.key(customerId, id);
+      return {
+        checks: [...spent.checks, { key, versionstamp: null }],
+        sets: [{ key, value: record }],
+        deletes: spent.deletes,
+        status: 201,
+        body: kind === "card"
+          ? cardCreatedView(record as CardRecord)
+          : bankAccountView(record as BankAccountRecord, true),
+      };
+    });
   }
 
   /** GET /customers/{customerId}/cards/{cardId} */
@@ -184,9 +250,9 @@ export class PaymentsService {
     return this.#read(keys.card(customerId, cardId), "cardId", cardView);
   }
 
-  /** GET /customers/{customerId}/cards (newest first) */
-  async listCards(customerId: string): Promise<Reply> {
-    const cards = await this.#d.store.listNewestFirst<CardRecord>(keys.cards(customerId));
+  /** GET /customers/{customerId}/cards (newest first; at most `count`) */
+  async listCards(customerId: string, count?: number): Promise<Reply> {
+    const cards = await this.#d.store.listNewestFirst<CardRecord>(keys.cards(customerId), count);
     return { status: 200, body: cards.map(cardView) };
   }
 
@@ -208,7 +274,7 @@ export class PaymentsService {
       customerId,
       raw,
       requestId,
-      { ...summary, default: input.default ?? false },
+      { ...summary, default: flag(input.default) },
       (r) => bankAccountView(r, true),
     );
   }
@@ -218,10 +284,11 @@ export class PaymentsService {
     return this.#read(keys.bankAccount(customerId, id), "bankAccountId", bankAccountView);
   }
 
-  /** GET /customers/{customerId}/bank-accounts (newest first) */
-  async listBankAccounts(customerId: string): Promise<Reply> {
+  /** GET /customers/{customerId}/bank-accounts (newest first; at most `count`) */
+  async listBankAccounts(customerId: string, count?: number): Promise<Reply> {
     const list = await this.#d.store.listNewestFirst<BankAccountRecord>(
       keys.bankAccounts(customerId),
+      count,
     );
     return { status: 200, body: list.map((r) => bankAccountView(r)) };
   }
@@ -332,12 +399,12 @@ export class PaymentsService {
           amount,
           currency: input.currency,
           description: input.description ?? "",
-          capture: input.capture ?? false,
-          status: declined ? "DECLINED" : input.capture ? "CAPTURED" : "AUTHORIZED",
+          capture: flag(input.capture),
+          status: declined ? "DECLINED" : flag(input.capture) ? "CAPTURED" : "AUTHORIZED",
           authCode: declined ? "" : randomCode(6, this.#d.random),
           card,
           context: contextFrom(input.context),
-          cardOnFile: input.cardOnFile ?? false,
+          cardOnFile: flag(input.cardOnFile),
           refunded: 0,
         };
         const key = keys.charge(record.id);
@@ -507,5 +574,35 @@ export class PaymentsService {
   /** GET /payments/echecks/{echeckId} */
   getECheck(id: string): Promise<Reply> {
     return this.#read(keys.echeck(id), "echeckId", echeckView);
+  }
+
+  /**
+   * POST /payments/echecks/{echeckId}/refunds: total ≤ the e-check's
+   * amount. The commit checks the e-check's versionstamp (a concurrent
+   * refund makes it plan again), so refunds never exceed what is left.
+   */
+  refundECheck(id: string, raw: unknown, requestId?: string): Promise<Reply> {
+    const adj = adjustmentOf(raw);
+    return this.#change(`refundECheck:${id}`, raw, requestId, async () => {
+      const e = await this.#d.store.require<ECheckRecord>(keys.echeck(id), "echeckId");
+      const now = this.#iso();
+      const refundId = this.#d.ids("rf_");
+      const out = refundECheck(e.value, { ...adj, now }, refundId);
+      const record = issued("REFUND", refundId, id, out.amount, now, adj);
+      return {
+        checks: [e],
+        sets: [
+          { key: e.key, value: out.echeck },
+          { key: keys.echeckRefund(id, refundId), value: record },
+        ],
+        status: 201,
+        body: refundView(record),
+      };
+    });
+  }
+
+  /** GET /payments/echecks/{echeckId}/refunds/{refundId} */
+  getECheckRefund(echeckId: string, refundId: string): Promise<Reply> {
+    return this.#read(keys.echeckRefund(echeckId, refundId), "refundId", refundView);
   }
 }

@@ -79,13 +79,32 @@ export const FlagInput = z.union(
   says(FIELD_RULES.flag),
 );
 
-/** Transaction context in requests. */
+/** Device details of a transaction context (the Java SDK's `DeviceInfo`). */
+export const DeviceInfo = z
+  .object({
+    id: z.string().max(100).optional(),
+    type: z.string().max(100).optional(),
+    longitude: z.string().max(100).optional(),
+    latitude: z.string().max(100).optional(),
+    encrypted: FlagInput.optional(),
+    phoneNumber: z.string().max(100).optional(),
+    macAddress: z.string().max(100).optional(),
+    ipAddress: z.string().max(100).optional(),
+  })
+  .openapi("DeviceInfo");
+
+/**
+ * Transaction context in requests. The Java SDK sends `mobile` and
+ * `isEcommerce` as strings, `recurring` as a boolean and `tax` as a number;
+ * `deviceInfo` is kept and returned.
+ */
 export const ContextInput = z
   .object({
     mobile: FlagInput.optional(),
     isEcommerce: FlagInput.optional(),
     recurring: FlagInput.optional(),
     tax: z.union([z.string().max(32), z.number()]).optional(),
+    deviceInfo: DeviceInfo.optional(),
   })
   .openapi("ContextRequest");
 
@@ -125,10 +144,10 @@ export const CardInput = z
     expYear: YearInput.openapi({ example: 2030 }),
     cvc: digits(3, 4, FIELD_RULES.cvc).openapi({ example: "123" }),
     name: z.string().max(100).optional(),
-    default: z.boolean().optional(),
+    default: FlagInput.optional(),
     commercialCardCode: z.string().max(50).optional(),
     address: z.union([z.string().max(400), Address]).optional(),
-    isBusiness: z.boolean().optional(),
+    isBusiness: FlagInput.optional(),
     cardType: z.string().max(40).optional(),
   })
   .openapi("CardRequest");
@@ -149,7 +168,7 @@ export const BankAccountInput = z
     accountType: AccountType,
     routingNumber: digits(9, 9, FIELD_RULES.routingNumber).openapi({ example: "011000015" }),
     phone: digits(10, 10, FIELD_RULES.phone).openapi({ example: "5555550100" }),
-    default: z.boolean().optional(),
+    default: FlagInput.optional(),
     country: z.string().max(3).optional(),
     bankCode: z.string().max(40).optional(),
     inputType: z.enum(["KEYED"]).optional(),
@@ -167,11 +186,30 @@ export const ChargeInput = z
     }),
     card: CardInput.optional(),
     context: ContextInput.optional(),
-    capture: z.boolean().optional(),
+    capture: FlagInput.optional().openapi({
+      description: 'Capture at once; a boolean or "true"/"false" (default false)',
+    }),
     description: z.string().max(500).optional(),
-    cardOnFile: z.boolean().optional(),
+    cardOnFile: FlagInput.optional().openapi({
+      description: 'A boolean or "true"/"false" (a String in the Java SDK model)',
+    }),
   })
-  .openapi("ChargeRequest");
+  .openapi("ChargeRequest", {
+    example: {
+      amount: "10.55",
+      currency: "USD",
+      capture: false,
+      card: {
+        number: "4111111111111111",
+        expMonth: "02",
+        expYear: "2030",
+        cvc: "123",
+        name: "emulate=0",
+        address: { streetAddress: "1130 Kifer Rd", city: "Sunnyvale", region: "CA" },
+      },
+      context: { mobile: "false", isEcommerce: "true" },
+    },
+  });
 
 /** Capture or refund request. `amount` defaults to the full remaining amount. */
 export const AdjustInput = z
@@ -180,7 +218,13 @@ export const AdjustInput = z
     description: z.string().max(500).optional(),
     context: ContextInput.optional(),
   })
-  .openapi("AdjustRequest");
+  .openapi("AdjustRequest", {
+    example: {
+      amount: "5.00",
+      description: "partial",
+      context: { mobile: "false", isEcommerce: "true" },
+    },
+  });
 
 /** Void request (body optional). */
 export const VoidInput = z
@@ -188,7 +232,7 @@ export const VoidInput = z
     description: z.string().max(500).optional(),
     context: ContextInput.optional(),
   })
-  .openapi("VoidRequest");
+  .openapi("VoidRequest", { example: { description: "order cancelled" } });
 
 /**
  * Create-e-check request, lower camelCase form. The capitalised form of the
@@ -208,7 +252,22 @@ export const ECheckInput = z
     checkNumber: z.string().max(20).optional(),
     context: ContextInput.optional(),
   })
-  .openapi("ECheckRequest");
+  .openapi("ECheckRequest", {
+    example: {
+      amount: "2.22",
+      paymentMode: "WEB",
+      bankAccount: {
+        name: "Jo Doe",
+        accountNumber: "11000000333456781",
+        accountType: "PERSONAL_CHECKING",
+        routingNumber: "322079353",
+        phone: "1234567890",
+      },
+      checkNumber: "12345678",
+      description: "Check auth",
+      context: { deviceInfo: { id: "1", type: "mobile", ipAddress: "203.0.113.9" } },
+    },
+  });
 
 /** One-time token request: a card or a bank account. */
 export const TokenInput = z
@@ -216,7 +275,20 @@ export const TokenInput = z
     card: CardInput.optional(),
     bankAccount: BankAccountInput.optional(),
   })
-  .openapi("TokenRequest");
+  .openapi("TokenRequest", {
+    example: {
+      card: { number: "4111111111111111", expMonth: "02", expYear: "2030", cvc: "123", name: "Jo" },
+    },
+  });
+
+/** Store a card or bank account from a one-time token: `{"value": "<token>"}`. */
+export const FromTokenInput = z
+  .object({
+    value: z.string().min(1).max(200).openapi({
+      description: "The `value` of a one-time token (POST /payments/tokens)",
+    }),
+  })
+  .openapi("FromTokenRequest", { example: { value: "tok_0123456789abcdefghijklmnop" } });
 
 // ---------------------------------------------------------------- responses
 
@@ -230,6 +302,17 @@ export const ContextOutput = z
     deviceInfo: z.record(z.string(), z.unknown()).optional(),
   })
   .openapi("Context");
+
+/** A refund or void record as returned (also inside a charge's `refundDetail`). */
+const RefundShape = z.object({
+  id: z.string(),
+  amount: z.string(),
+  context: ContextOutput,
+  created: z.string(),
+  description: z.string(),
+  status: z.literal("ISSUED"),
+  type: z.literal("REFUND"),
+});
 
 /** Card as returned on create (subset). */
 export const CardCreated = z
@@ -346,8 +429,9 @@ export const Charge = z
     description: z.string(),
     created: z.string(),
     status: ChargeStatus,
-    capture: z.boolean(),
+    capture: z.boolean().openapi({ description: "True once captured (at create or later)" }),
     authCode: z.string(),
+    appType: z.string().openapi({ description: "Application type; this sandbox says SANDBOX" }),
     avsStreet: z.string(),
     avsZip: z.string(),
     cardSecurityCodeMatch: z.string(),
@@ -365,21 +449,15 @@ export const Charge = z
       example: "15.00",
     }),
     refunds: z.array(RefundSummary).openapi({ description: "The refunds, newest first" }),
+    refundDetail: z.array(RefundShape).optional().openapi({
+      description: "The refunds as full records, oldest first (the Java SDK's `refundDetail`); " +
+        "absent before the first refund",
+    }),
   })
   .openapi("Charge");
 
 /** Refund record. */
-export const Refund = z
-  .object({
-    id: z.string(),
-    amount: z.string(),
-    context: ContextOutput,
-    created: z.string(),
-    description: z.string(),
-    status: z.literal("ISSUED"),
-    type: z.literal("REFUND"),
-  })
-  .openapi("Refund");
+export const Refund = RefundShape.openapi("Refund");
 
 /** A charge's refunds, newest first. */
 export const RefundList = z.array(Refund).openapi("RefundList");
@@ -416,6 +494,8 @@ export const ECheck = z
     description: z.string(),
     paymentMode: z.string(),
     status: z.string(),
+    refundedAmount: z.string().optional(),
+    refundableAmount: z.string().optional(),
   })
   .openapi("ECheck");
 
@@ -486,6 +566,10 @@ export type VoidInput = z.infer<typeof VoidInput>;
 export type ECheckInput = z.infer<typeof ECheckInput>;
 /** Token request type. */
 export type TokenInput = z.infer<typeof TokenInput>;
+/** Create-from-token request type. */
+export type FromTokenInput = z.infer<typeof FromTokenInput>;
+/** Device info type. */
+export type DeviceInfo = z.infer<typeof DeviceInfo>;
 /** Context request type. */
 export type ContextInput = z.infer<typeof ContextInput>;
 /** Address type. */

@@ -5,21 +5,21 @@
  * | from | capture | refund | void |
  * |---|---|---|---|
  * | AUTHORIZED | CAPTURED (amount ≤ authorized) | full only → CANCELLED | CANCELLED |
- * | CAPTURED | 400 | REFUNDED (total ≤ captured) | CANCELLED (if nothing refunded) |
- * | REFUNDED | 400 | REFUNDED while balance remains | 400 |
+ * | CAPTURED | 400 | CAPTURED while a balance remains, REFUNDED once none (total ≤ captured) | CANCELLED (if nothing refunded) |
+ * | REFUNDED | 400 | 400 (nothing left) | 400 |
  * | CANCELLED | 400 | 400 | 400 |
  * | DECLINED | 402 PMT-5000 | 402 PMT-5000 | 402 PMT-5000 |
  *
- * A partial refund leaves the charge `REFUNDED` like a full one: the charge
- * tells them apart by its refunds and `refundableAmount`
- * ({@link refundableAmount}). Failures carry the rule that failed
+ * A partial refund leaves the charge `CAPTURED` (its `refundDetail`,
+ * `refunds` and `refundableAmount` tell what was returned); the refund that
+ * returns the rest makes it `REFUNDED`. Failures carry the rule that failed
  * (`moreInfo`).
  *
  * @module
  */
 import { PaymentsError } from "./errors.ts";
 import { formatAmount } from "./money.ts";
-import type { ChargeRecord, ContextRecord } from "./records.ts";
+import type { ChargeRecord, ContextRecord, ECheckRecord } from "./records.ts";
 
 /** Most refunds one charge takes (each is listed in the charge). */
 export const MAX_REFUNDS_PER_CHARGE = 100;
@@ -145,7 +145,14 @@ export function refund(
       );
     }
   }
-  const entry = { id, amount, created: adj.now };
+  if (status === "REFUNDED" && amount < remaining) status = "CAPTURED";
+  const entry = {
+    id,
+    amount,
+    created: adj.now,
+    description: adj.description,
+    context: adj.context,
+  };
   return {
     charge: {
       ...charge,
@@ -173,4 +180,64 @@ export function voidCharge(
     `Charge ${charge.id} is ${charge.status}; it cannot be voided`,
     "void: an AUTHORIZED charge, or a CAPTURED one with nothing refunded",
   );
+}
+
+/** What a refund of an e-check may still return, in minor units (nothing once declined or voided). */
+export function echeckRefundable(echeck: ECheckRecord): number {
+  if (echeck.status !== "PENDING" && echeck.status !== "SUCCEEDED") return 0;
+  return Math.max(0, echeck.amount - (echeck.refunded ?? 0));
+}
+
+/** Most refunds one e-check takes. */
+export const MAX_REFUNDS_PER_ECHECK = 100;
+
+/**
+ * Refund an e-check (PENDING or SUCCEEDED; total ≤ its amount); the e-check
+ * reads `REFUNDED` once nothing is left to refund.
+ */
+export function refundECheck(
+  echeck: ECheckRecord,
+  adj: Adjustment,
+  id: string,
+): { echeck: ECheckRecord; amount: number } {
+  const refunds = echeck.refunds ?? [];
+  const remaining = echeckRefundable(echeck);
+  if (refunds.length >= MAX_REFUNDS_PER_ECHECK) {
+    throw PaymentsError.conflict(
+      "status",
+      `E-check ${echeck.id} has ${refunds.length} refunds`,
+      `at most ${MAX_REFUNDS_PER_ECHECK} refunds per e-check`,
+    );
+  }
+  if (remaining <= 0) {
+    throw PaymentsError.conflict(
+      "status",
+      `E-check ${echeck.id} is ${echeck.status}`,
+      "refund: a PENDING or SUCCEEDED e-check with an amount left to refund",
+    );
+  }
+  const amount = adj.amount ?? remaining;
+  if (amount <= 0 || amount > remaining) {
+    throw PaymentsError.invalid(
+      "amount",
+      undefined,
+      `more than 0.00 and at most the remaining refundable amount, ${formatAmount(remaining)}`,
+    );
+  }
+  const entry = {
+    id,
+    amount,
+    created: adj.now,
+    description: adj.description,
+    context: adj.context,
+  };
+  return {
+    echeck: {
+      ...echeck,
+      status: amount === remaining ? "REFUNDED" : echeck.status,
+      refunded: (echeck.refunded ?? 0) + amount,
+      refunds: [...refunds, entry],
+    },
+    amount,
+  };
 }

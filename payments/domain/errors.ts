@@ -6,7 +6,10 @@
  */
 import type { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 
-/** Where error codes are documented (returned as `infoLink`). */
+/**
+ * Where error codes are documented (returned as `infoLink`) unless the
+ * server is given another (`--info-link`).
+ */
 export const INFO_LINK = "https://developer.vendor.example/docs/payments/errors";
 
 /** Broad kind of a payments error. */
@@ -72,9 +75,9 @@ export class PaymentsError extends Error {
     this.retryable = options?.retryable ?? false;
   }
 
-  /** The wire envelope of this error. */
-  toEnvelope(): ErrorEnvelope {
-    return { errors: this.details.map((d) => ({ ...d, infoLink: INFO_LINK })) };
+  /** The wire envelope of this error, pointing at `infoLink` (default {@link INFO_LINK}). */
+  toEnvelope(infoLink: string = INFO_LINK): ErrorEnvelope {
+    return { errors: this.details.map((d) => ({ ...d, infoLink })) };
   }
 
   /**
@@ -90,13 +93,17 @@ export class PaymentsError extends Error {
     return new PaymentsError("required", 400, [requiredItem(path)]);
   }
 
-  /** 404 PMT-4000 for an unknown resource or path. */
-  static notFound(path: string, detail?: string): PaymentsError {
+  /**
+   * 404 PMT-4000 for an unknown resource or path; `moreInfo` says what was
+   * looked for (default: no stored resource has that id).
+   */
+  static notFound(path: string, detail?: string, moreInfo?: string): PaymentsError {
     return new PaymentsError("not_found", 404, [{
       code: "PMT-4000",
       type: "invalid_request",
       message: `${leaf(path)} is invalid.`,
       detail: detail ?? `${path} not found`,
+      moreInfo: moreInfo ?? `no stored resource has this ${leaf(path)}`,
     }]);
   }
 
@@ -112,6 +119,8 @@ export class PaymentsError extends Error {
       type: "unauthorized",
       message: "Authorization is invalid.",
       detail: "Send Authorization: Bearer <token>",
+      moreInfo:
+        "a bearer token the server accepts (--token, PAYMENTS_TOKENS, or the one it printed)",
     }]);
   }
 

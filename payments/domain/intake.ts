@@ -16,17 +16,26 @@ import { abaValid, cardBrand, cardExpired, luhnValid, sha512Base64 } from "./car
 import { PaymentsError } from "./errors.ts";
 import type { BankSummary, CardSummary, ContextRecord, TokenRecord } from "./records.ts";
 
-function flag(v: boolean | "true" | "false" | undefined): boolean {
+/** A flag sent as a boolean or as "true"/"false" → boolean (absent: false). */
+export function flag(v: boolean | "true" | "false" | undefined): boolean {
   return v === true || v === "true";
 }
 
-/** Request context → stored context. */
+/** Request context → stored context (device details kept as sent, flags as booleans). */
 export function contextFrom(c: ContextInput | undefined): ContextRecord {
+  let deviceInfo: Record<string, string | boolean> | undefined;
+  if (c?.deviceInfo) {
+    deviceInfo = {};
+    for (const [k, v] of Object.entries(c.deviceInfo)) {
+      if (v !== undefined) deviceInfo[k] = k === "encrypted" ? flag(v as "true") : v;
+    }
+  }
   return {
     mobile: flag(c?.mobile),
     isEcommerce: flag(c?.isEcommerce),
     recurring: flag(c?.recurring),
     ...(c?.tax !== undefined ? { tax: String(c.tax) } : {}),
+    ...(deviceInfo ? { deviceInfo } : {}),
   };
 }
 

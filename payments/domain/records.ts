@@ -16,6 +16,8 @@ export interface ContextRecord {
   recurring: boolean;
   /** Tax amount as sent. */
   tax?: string;
+  /** Device details as sent (kept and returned). */
+  deviceInfo?: Record<string, string | boolean>;
 }
 
 /** Card details kept for a stored card, a token or a charge. */
@@ -143,7 +145,7 @@ export interface ChargeRecord {
   refunds?: RefundEntry[];
 }
 
-/** One refund as the charge lists it. */
+/** One refund as the charge (or e-check) lists it. */
 export interface RefundEntry {
   /** Refund id. */
   id: string;
@@ -151,6 +153,10 @@ export interface RefundEntry {
   amount: number;
   /** ISO timestamp. */
   created: string;
+  /** Description (absent in refunds made by earlier versions). */
+  description?: string;
+  /** Context (absent in refunds made by earlier versions). */
+  context?: ContextRecord;
 }
 
 /** A refund or void record. */
@@ -193,8 +199,12 @@ export interface ECheckRecord {
   description: string;
   /** Payment mode (WEB). */
   paymentMode: string;
-  /** Status (PENDING). */
+  /** Status: PENDING; REFUNDED once refunded in full. */
   status: string;
+  /** Sum of refunds, minor units (absent: none). */
+  refunded?: number;
+  /** The refunds, oldest first (absent: none). */
+  refunds?: RefundEntry[];
 }
 
 /** A one-time token. */

@@ -6,7 +6,71 @@
  * @module
  */
 import type { z } from "@hono/zod-openapi";
-import { type ErrorDetail, invalidItem, PaymentsError, requiredItem } from "./errors.ts";
+import { type ErrorDetail, invalidItem, leaf, PaymentsError, requiredItem } from "./errors.ts";
+
+/** Marks a rule written by {@link ruleOf} (the field name is put in front of it). */
+const OWN_RULE = "\u0001";
+
+const A_TYPE: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  boolean: 'true or false (a JSON boolean or "true"/"false")',
+  object: "an object",
+  array: "an array",
+};
+
+/** A list of allowed values as told to a person: `A, B or C`. */
+function listed(values: readonly unknown[]): string {
+  const v = values.map((x) => (typeof x === "string" ? x : JSON.stringify(x)));
+  return v.length <= 1 ? (v[0] ?? "") : `${v.slice(0, -1).join(", ")} or ${v.at(-1)}`;
+}
+
+/**
+ * The rule a value broke, for issues whose schema gave no words of its own
+ * (zod's own wording, "Invalid input: expected boolean, received string",
+ * never reaches a client): "be at most 500 characters", "be true or
+ * false", ... {@link validate} puts the field name in front.
+ */
+function ruleOf(iss: {
+  code?: string;
+  expected?: string;
+  origin?: string;
+  maximum?: unknown;
+  minimum?: unknown;
+  values?: readonly unknown[];
+  format?: string;
+}): string {
+  const n = (v: unknown) => String(v);
+  switch (iss.code) {
+    case "invalid_type":
+      return `${OWN_RULE}be ${A_TYPE[iss.expected ?? ""] ?? `of type ${iss.expected}`}`;
+    case "too_big":
+      if (iss.origin === "string") return `${OWN_RULE}be at most ${n(iss.maximum)} characters`;
+      if (iss.origin === "array") return `${OWN_RULE}have at most ${n(iss.maximum)} items`;
+      return `${OWN_RULE}be at most ${n(iss.maximum)}`;
+    case "too_small":
+      if (iss.origin === "string") {
+        return iss.minimum === 1
+          ? `${OWN_RULE}not be empty`
+          : `${OWN_RULE}be at least ${n(iss.minimum)} characters`;
+      }
+      if (iss.origin === "array") return `${OWN_RULE}have at least ${n(iss.minimum)} items`;
+      return `${OWN_RULE}be at least ${n(iss.minimum)}`;
+    case "invalid_value":
+      return `${OWN_RULE}be ${listed(iss.values ?? [])}`;
+    case "invalid_format":
+      return `${OWN_RULE}be in the expected format${iss.format ? ` (${iss.format})` : ""}`;
+    case "invalid_union":
+      return `${OWN_RULE}be one of the accepted forms`;
+    default:
+      return `${OWN_RULE}be valid`;
+  }
+}
+
+/** The `moreInfo` of an issue at `path`: a schema's own rule, or the field named before ours. */
+function moreInfoOf(message: string, path: string): string {
+  return message.startsWith(OWN_RULE) ? `${leaf(path)} must ${message.slice(1)}` : message;
+}
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let cur: unknown = root;
@@ -26,7 +90,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 export function validate<S extends z.ZodType>(schema: S, raw: unknown, prefix = ""): z.infer<S> {
   // An absent body (or JSON null) validates as an empty object.
   if (raw === undefined || raw === null) raw = {};
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, { error: ruleOf });
   if (result.success) return result.data;
   const seen = new Set<string>();
   const items: ErrorDetail[] = [];
@@ -35,7 +99,9 @@ export function validate<S extends z.ZodType>(schema: S, raw: unknown, prefix = 
     if (seen.has(path)) continue;
     seen.add(path);
     const missing = issue.path.length > 0 && valueAt(raw, issue.path) === undefined;
-    items.push(missing ? requiredItem(path) : invalidItem(path, undefined, issue.message));
+    items.push(
+      missing ? requiredItem(path) : invalidItem(path, undefined, moreInfoOf(issue.message, path)),
+    );
   }
   const kind = items.every((i) => i.code === "PMT-4002") ? "required" : "invalid";
   throw new PaymentsError(kind, 400, items);

@@ -6,7 +6,7 @@
  */
 import type * as W from "../../shared/payments_schemas.ts";
 import { maskDigits } from "./card_rules.ts";
-import { refundableAmount } from "./charge_rules.ts";
+import { echeckRefundable, refundableAmount } from "./charge_rules.ts";
 import { formatAmount } from "./money.ts";
 import type {
   AdjustmentRecord,
@@ -15,6 +15,7 @@ import type {
   ChargeRecord,
   ContextRecord,
   ECheckRecord,
+  RefundEntry,
   TokenRecord,
 } from "./records.ts";
 
@@ -25,8 +26,33 @@ export function contextView(c: ContextRecord): W.ContextOutput {
     isEcommerce: c.isEcommerce,
     recurring: c.recurring,
     ...(c.tax !== undefined ? { tax: c.tax } : {}),
+    ...(c.deviceInfo !== undefined ? { deviceInfo: c.deviceInfo } : {}),
   };
 }
+
+/**
+ * An expiry month as the real API returns it: a two-digit string (`"02"`),
+ * the form the Java SDK's `Card.expMonth` (a String) carries.
+ */
+export function monthText(m: number): string {
+  return String(m).padStart(2, "0");
+}
+
+/** A charge's or e-check's refund entry → refund record. */
+function refundEntryView(f: RefundEntry): W.Refund {
+  return {
+    id: f.id,
+    amount: formatAmount(f.amount),
+    context: contextView(f.context ?? { mobile: false, isEcommerce: false, recurring: false }),
+    created: f.created,
+    description: f.description ?? "",
+    status: "ISSUED",
+    type: "REFUND",
+  };
+}
+
+/** The app type charges report (the real API's values are not documented). */
+export const APP_TYPE = "SANDBOX";
 
 /** Card record → create response (subset). */
 export function cardCreatedView(r: CardRecord): W.CardCreated {
@@ -36,7 +62,7 @@ export function cardCreatedView(r: CardRecord): W.CardCreated {
     created: r.created,
     default: r.default,
     number: maskDigits(r.last4),
-    expMonth: String(r.expMonth),
+    expMonth: monthText(r.expMonth),
     address: r.address,
     expYear: String(r.expYear),
     isBusiness: r.isBusiness,
@@ -93,15 +119,16 @@ export function chargeView(r: ChargeRecord): W.Charge {
     description: r.description,
     created: r.created,
     status: r.status,
-    capture: r.capture,
+    capture: r.capture || r.captureDetail !== undefined,
     authCode: r.authCode,
+    appType: APP_TYPE,
     avsStreet: "Pass",
     avsZip: "Pass",
     cardSecurityCodeMatch: "NotAvailable",
     card: {
       cardType: r.card.brand,
       cvc: "x".repeat(r.card.cvcLength),
-      expMonth: String(r.card.expMonth),
+      expMonth: monthText(r.card.expMonth),
       expYear: String(r.card.expYear),
       name: r.card.name,
       number: maskDigits(r.card.last4),
@@ -125,6 +152,7 @@ export function chargeView(r: ChargeRecord): W.Charge {
       amount: formatAmount(f.amount),
       created: f.created,
     })).reverse(),
+    refundDetail: (r.refunds ?? []).map(refundEntryView),
   };
 }
 
@@ -167,12 +195,14 @@ export function echeckView(r: ECheckRecord): W.ECheck {
       routingNumber: `xxxxx${r.bank.routingNumber.slice(-4)}`,
     },
     checkNumber: r.checkNumber,
-    context: { ...contextView(r.context), deviceInfo: {} },
+    context: { ...contextView(r.context), deviceInfo: r.context.deviceInfo ?? {} },
     created: r.created,
     description: r.description,
     id: r.id,
     paymentMode: r.paymentMode,
     status: r.status,
+    refundedAmount: formatAmount(r.refunded ?? 0),
+    refundableAmount: formatAmount(echeckRefundable(r)),
   };
 }
 
@@ -188,7 +218,7 @@ export function tokenView(r: TokenRecord): W.Token {
       ? {
         card: {
           number: maskDigits(r.card.last4),
-          expMonth: String(r.card.expMonth),
+          expMonth: monthText(r.card.expMonth),
           expYear: String(r.card.expYear),
           cardType: r.card.brand,
           name: r.card.name,

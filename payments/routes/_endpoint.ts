@@ -11,6 +11,7 @@ import { readUpTo } from "../../shared/bytes.ts";
 import { deadline } from "../../shared/deadline.ts";
 import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
+import { type Cidr, rateLimitAddress } from "../client_address.ts";
 import { clientKey, type RateLimiter } from "../rate_limit.ts";
 import type { PaymentsService } from "../service.ts";
 import type { Reply } from "../store/reply.ts";
@@ -56,6 +57,11 @@ export function honoPath(path: string): string {
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
+/** The `Request-Id` header when it is a valid one (echoed on error responses), else undefined. */
+export function validRequestId(v: string | null | undefined): string | undefined {
+  return v && REQUEST_ID.test(v) ? v : undefined;
+}
+
 /** The `Request-Id` header, validated; undefined when absent. */
 export function requestIdOf(c: Context): string | undefined {
   const v = c.req.header("request-id");
@@ -65,6 +71,32 @@ export function requestIdOf(c: Context): string | undefined {
   }
   return v;
 }
+
+/** Largest `?count=` of a list. */
+export const MAX_LIST_COUNT = 1000;
+
+/**
+ * The `?count=` of a list request (at most that many items, newest first);
+ * undefined when absent; 400 `count is invalid.` unless 1 to
+ * {@link MAX_LIST_COUNT}.
+ */
+export function countOf(c: Context): number | undefined {
+  const v = c.req.query("count");
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  if (!/^[0-9]{1,5}$/.test(v) || n < 1 || n > MAX_LIST_COUNT) {
+    throw PaymentsError.invalid("count", undefined, `an integer from 1 to ${MAX_LIST_COUNT}`);
+  }
+  return n;
+}
+
+/** The `count` query parameter of the list routes. */
+export const CountQuery = z.object({
+  count: z.string().optional().openapi({
+    description: "At most this many, newest first (1 to 1000)",
+    example: "10",
+  }),
+});
 
 /** A path parameter of the request (present: the route matched it). */
 export function param(h: HandlerContext, name: string): string {
@@ -135,10 +167,15 @@ export interface MountOptions {
   bodyTimeoutMs?: number;
   /** The limit of endpoints marked `rateLimited` (per client address); none by default. */
   rateLimiter?: RateLimiter;
+  /**
+   * Proxies whose forwarded client address the rate limit counts instead of
+   * theirs (see {@link rateLimitAddress}); none by default.
+   */
+  trustedProxies?: readonly Cidr[];
 }
 
-/** The client's address as the HTTP server saw it (`Deno.serve` passes it as Hono's env). */
-function clientAddress(c: Context): string | undefined {
+/** The TCP peer's address as the HTTP server saw it (`Deno.serve` passes it as Hono's env). */
+function peerAddress(c: Context): string | undefined {
   const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
   return env?.remoteAddr?.hostname;
 }
@@ -160,6 +197,7 @@ export function mount(
   const app = new Hono({ strict: false });
   const bodyTimeoutMs = options.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
   const limiter = options.rateLimiter;
+  const trusted = options.trustedProxies ?? [];
   for (const ep of endpoints) {
     const params = [...ep.route.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
     app.on(
@@ -171,7 +209,8 @@ export function mount(
           throw PaymentsError.unauthorized();
         }
         if (ep.rateLimited && limiter) {
-          const wait = limiter.take(clientKey(clientAddress(c)));
+          const address = rateLimitAddress(peerAddress(c), headers, trusted);
+          const wait = limiter.take(clientKey(address));
           if (wait > 0) throw PaymentsError.rateLimited(wait, limiter.describe());
         }
         for (const name of params) {
@@ -194,6 +233,27 @@ export function jsonBody(schema: z.ZodType, description: string) {
 export function jsonResponse(schema: z.ZodType, description: string) {
   return { content: { "application/json": { schema } }, description };
 }
+
+/** The `Retry-After` header of a 429 or 503 response. */
+export const RETRY_AFTER_HEADER = {
+  "Retry-After": { schema: { type: "integer" as const }, description: "Seconds to wait" },
+};
+
+/**
+ * The 503 every write may give: the store was locked, contended, did not
+ * answer in time or is full (PMT-6000, retryable, with `Retry-After`).
+ */
+export const WRITE_UNAVAILABLE_RESPONSE = {
+  503: {
+    ...jsonResponse(
+      ErrorEnvelope,
+      "Store busy, contended, not answering or full (PMT-6000 `system_error`); retry the " +
+        "same request with the same Request-Id after `Retry-After` seconds (a create whose " +
+        "outcome is unknown returns the Request-Id to retry with)",
+    ),
+    headers: RETRY_AFTER_HEADER,
+  },
+};
 
 /** The error responses every authenticated operation may give. */
 export const ERROR_RESPONSES = {

@@ -10,6 +10,8 @@
 import * as S from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
 import {
+  countOf,
+  CountQuery,
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
@@ -79,6 +81,27 @@ export const bankAccountEndpoints: Endpoint[] = [
   },
   {
     route: createRoute({
+      method: "post",
+      path: "/customers/{customerId}/bank-accounts/createFromToken",
+      operationId: "createBankAccountFromToken",
+      tags: ["Bank accounts"],
+      summary: "Store the bank account a one-time bank-account token stands for (token spent)",
+      request: {
+        params: Customer,
+        headers: RequestIdHeader,
+        body: jsonBody(S.FromTokenInput, "The token"),
+      },
+      responses: { 201: jsonResponse(S.BankAccount, "Bank account stored"), ...ERROR_RESPONSES },
+    }),
+    handle: async (h) =>
+      h.svc.createBankAccountFromToken(
+        param(h, "customerId"),
+        await readJson(h),
+        requestIdOf(h.c),
+      ),
+  },
+  {
+    route: createRoute({
       method: "get",
       path: "/customers/{customerId}/bank-accounts/{bankAccountId}",
       operationId: "getBankAccount",
@@ -95,11 +118,11 @@ export const bankAccountEndpoints: Endpoint[] = [
       path: "/customers/{customerId}/bank-accounts",
       operationId: "listBankAccounts",
       tags: ["Bank accounts"],
-      summary: "List a customer's bank accounts, newest first",
-      request: { params: Customer },
+      summary: "List a customer's bank accounts, newest first (`?count=` at most that many)",
+      request: { params: Customer, query: CountQuery },
       responses: { 200: jsonResponse(S.BankAccountList, "Bank accounts"), ...ERROR_RESPONSES },
     }),
-    handle: (h) => h.svc.listBankAccounts(param(h, "customerId")),
+    handle: (h) => h.svc.listBankAccounts(param(h, "customerId"), countOf(h.c)),
   },
   {
     route: createRoute({

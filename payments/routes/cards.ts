@@ -5,6 +5,8 @@
  */
 import * as S from "../../shared/payments_schemas.ts";
 import {
+  countOf,
+  CountQuery,
   createRoute,
   type Endpoint,
   ERROR_RESPONSES,
@@ -37,6 +39,23 @@ export const cardEndpoints: Endpoint[] = [
   },
   {
     route: createRoute({
+      method: "post",
+      path: "/customers/{customerId}/cards/createFromToken",
+      operationId: "createCardFromToken",
+      tags: ["Cards"],
+      summary: "Store the card a one-time card token stands for (the token is spent)",
+      request: {
+        params: Customer,
+        headers: RequestIdHeader,
+        body: jsonBody(S.FromTokenInput, "The token"),
+      },
+      responses: { 201: jsonResponse(S.CardCreated, "Card stored"), ...ERROR_RESPONSES },
+    }),
+    handle: async (h) =>
+      h.svc.createCardFromToken(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
+  },
+  {
+    route: createRoute({
       method: "get",
       path: "/customers/{customerId}/cards/{cardId}",
       operationId: "getCard",
@@ -53,11 +72,11 @@ export const cardEndpoints: Endpoint[] = [
       path: "/customers/{customerId}/cards",
       operationId: "listCards",
       tags: ["Cards"],
-      summary: "List a customer's cards, newest first",
-      request: { params: Customer },
+      summary: "List a customer's cards, newest first (`?count=` at most that many)",
+      request: { params: Customer, query: CountQuery },
       responses: { 200: jsonResponse(S.CardList, "Cards"), ...ERROR_RESPONSES },
     }),
-    handle: (h) => h.svc.listCards(param(h, "customerId")),
+    handle: (h) => h.svc.listCards(param(h, "customerId"), countOf(h.c)),
   },
   {
     route: createRoute({

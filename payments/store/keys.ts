@@ -12,6 +12,7 @@
  * | `["refund", charge, id]` | refund record |
  * | `["void", id]` | void record |
  * | `["echeck", id]` | e-check record |
+ * | `["echeck_refund", echeckId, id]` | refund record of an e-check |
  * | `["token", id]` | one-time token (expires after 15 min) |
  * | `["idem", requestId]` | idempotency record: the response to replay (24 h) |
  * | `["charge_view", 1, id]` | written by an earlier version; deleted when the charge changes |
@@ -20,6 +21,7 @@
  *
  * @example
  * ```ts
+ * const kv = await Deno.openKv(":memory:");
  * const e = await kv.get(keys.charge("ch_1"));
  * ```
  *
@@ -54,6 +56,7 @@ export const keys = {
   void: (id: string): Deno.KvKey => ["void", id],
   /** An e-check. */
   echeck: (id: string): Deno.KvKey => ["echeck", id],
+  echeckRefund: (echeckId: string, id: string): Deno.KvKey => ["echeck_refund", echeckId, id],
   /** A one-time token. */
   token: (id: string): Deno.KvKey => ["token", id],
   /** The idempotency record of a Request-Id. */
