@@ -7,6 +7,7 @@
  * @module
  */
 
+import { cidrMatcher } from "../shared/cidr.ts";
 import type { Config } from "./config/schema.ts";
 import {
   type BackendRef,
@@ -84,7 +85,12 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     });
   }
   const isAvailable = (id: string) => health.isAvailable(id);
-  const forward = createForwarder({ transport: deps.transport, health, metrics });
+  const forward = createForwarder({
+    transport: deps.transport,
+    health,
+    metrics,
+    isTrustedProxy: cidrMatcher(config.trusted_proxies ?? []),
+  });
 
   // Counted and logged once finished, by the request sink (request_log.ts).
   const refuse = (req: IncomingRequest, status: number, error: string, message: string) => {

@@ -799,6 +799,7 @@ Deno.test("minimal config gets every default", () => {
       max_header_list_size: 65536,
       max_request_body_bytes: 2147483648,
       request_idle_timeout_ms: 30000,
+      max_backend_streams_per_connection: 100,
       drain_timeout_ms: 10000,
       handshake_timeout_ms: 10000,
       max_handshakes: 256,
@@ -807,6 +808,7 @@ Deno.test("minimal config gets every default", () => {
       upstream_workers: "auto",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
+    trusted_proxies: [],
   });
 });
 

@@ -27,6 +27,7 @@ import {
   HASH_KEY_FORMS,
   parseHashKey,
 } from "../balancer/hash_key.ts";
+import { parseCidr } from "../../shared/cidr.ts";
 import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
 import type {
   AccessLogConfig,
@@ -380,9 +381,17 @@ export const LimitsConfigSchema = z.strictObject({
   drain_timeout_ms: nonNegativeInt("milliseconds").default(10000),
   /**
    * Longest wait for the next part of a request (its header section, or the
-   * next piece of its body) before answering 408, in milliseconds.
+   * next piece of its body) before answering 408, in milliseconds; also the
+   * longest a response may stall, on the backend's side or on a client that
+   * accepts none of it, before it is cut and its backend stream reset.
    */
   request_idle_timeout_ms: positiveInt("milliseconds").default(30000),
+  /**
+   * Requests one client connection may have in flight to one pool (each
+   * holds a backend stream); past it a request is answered 503 at once and
+   * never sent.
+   */
+  max_backend_streams_per_connection: positiveInt().default(100),
   /**
    * A QUIC handshake not complete within this is closed, in milliseconds
    * (must stay below `listen.idle_timeout_ms`).
@@ -505,6 +514,19 @@ export const ConfigSchema = z.strictObject({
   limits: LimitsConfigSchema.prefault({}),
   admin: AdminConfigSchema.optional(),
   passive_health: PassiveHealthConfigSchema.prefault({}),
+  /**
+   * Clients (IPv4/IPv6 addresses or CIDRs) whose forwarding fields are
+   * believed: from them `x-forwarded-for` and `forwarded` are appended to;
+   * from anyone else they are replaced. Empty: nobody is trusted.
+   */
+  trusted_proxies: z.array(
+    z.string().refine((c) => typeof parseCidr(c) !== "string", {
+      error: (issue) => {
+        const why = parseCidr(String(issue.input));
+        return `must be an IPv4 or IPv6 address or CIDR such as 10.0.0.0/8 or fd00::/8 (${why})`;
+      },
+    }),
+  ).default([]),
 }).superRefine((config, ctx) => {
   // The value may be partly invalid here: check shapes before use.
   const handshake = (config.limits as { handshake_timeout_ms?: unknown } | undefined)

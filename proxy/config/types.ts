@@ -132,6 +132,8 @@ export interface LimitsConfig {
    * next piece of its body) before answering 408, in milliseconds.
    */
   request_idle_timeout_ms: number;
+  /** Requests one client connection may have in flight to one pool; past it 503 at once. */
+  max_backend_streams_per_connection: number;
   /** A QUIC handshake not complete within this is closed, in milliseconds. */
   handshake_timeout_ms: number;
   /** QUIC handshakes under way at once; past it newcomers are refused. */
@@ -194,4 +196,6 @@ export interface Config {
   admin?: AdminConfig;
   /** Outlier detection on live traffic. */
   passive_health: PassiveHealthConfig;
+  /** Addresses or CIDRs whose forwarding fields are believed (appended to, not replaced). */
+  trusted_proxies: string[];
 }

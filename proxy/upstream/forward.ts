@@ -49,6 +49,8 @@ export interface ForwardDeps {
   health: BackendHealth;
   /** Counters per backend. */
   metrics: ProxyMetrics;
+  /** Whether a client address is a trusted proxy (`trusted_proxies`); default: nobody is. */
+  isTrustedProxy?: (ip: string) => boolean;
 }
 
 /** The pool a request was routed to. */
@@ -92,7 +94,9 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
   const { transport, health, metrics } = deps;
   return async (req, pool, candidates, path, authority) => {
     const head = req.head;
-    const headers = upstreamRequestHeaderList(head.fields, { ip: req.remote.hostname, authority });
+    const ip = req.remote.hostname;
+    const trusted = deps.isTrustedProxy?.(ip) ?? false;
+    const headers = upstreamRequestHeaderList(head.fields, { ip, authority, trusted });
     let body: Uint8Array | ReadableStream<Uint8Array> | null = req.body;
     if (
       req.body !== null && head.contentLength !== undefined &&

@@ -1,7 +1,13 @@
 /**
  * Header translation between the client's HTTP/3 request and the backend's
  * HTTP/2 exchange: connection-specific fields dropped, `x-forwarded-*`,
- * `forwarded` (RFC 7239) and `via` (RFC 9110 §7.6.3) added.
+ * `forwarded` (RFC 7239), `x-real-ip` and `via` (RFC 9110 §7.6.3) added.
+ *
+ * The forwarding fields a client sends are believed only from a trusted
+ * proxy (`trusted_proxies`), as Caddy and Envoy do: from anyone else they
+ * are replaced by the proxy's own values, so that a backend reading the
+ * first hop of `x-forwarded-for` cannot be told an address the client made
+ * up.
  *
  * @module
  */
@@ -15,7 +21,22 @@ export interface ClientContext {
   ip: string;
   /** `:authority` (or Host) of the request. */
   authority: string | undefined;
+  /**
+   * The client is a trusted proxy (its address is in `trusted_proxies`):
+   * its forwarding fields are kept and ours appended. Otherwise they are
+   * replaced.
+   */
+  trusted?: boolean;
 }
+
+/** The forwarding fields a client may only set when it is a trusted proxy. */
+const FORWARDING = new Set([
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "x-forwarded-host",
+  "forwarded",
+  "x-real-ip",
+]);
 
 function forwardedNode(ip: string): string {
   return ip.includes(":") ? `"[${ip}]"` : ip;
@@ -40,9 +61,14 @@ function trimOws(v: string): string {
  * `:authority`),
  * repeated names combined with `, ` and values trimmed (RFC 9110 §5.3),
  * split cookie fields joined with `; ` (RFC 9114 §4.2.1), and the
- * forwarding fields added: `x-forwarded-for`, `x-forwarded-proto`,
- * `x-forwarded-host`, `forwarded` (RFC 7239) and `via` (RFC 9110 §7.6.3).
- * Nothing else is added: no user agent, no accept fields.
+ * forwarding fields set: `x-forwarded-for`, `x-forwarded-proto`,
+ * `x-forwarded-host`, `forwarded` (RFC 7239), `x-real-ip` and `via`
+ * (RFC 9110 §7.6.3). From an untrusted client its own values of the first
+ * five are dropped and replaced. From a trusted proxy the client address is
+ * appended to its `x-forwarded-for` and its `forwarded` gets our element
+ * appended, while its `x-forwarded-proto`, `x-forwarded-host` and
+ * `x-real-ip`, which describe the original request, are kept (set when
+ * absent). Nothing else is added: no user agent, no accept fields.
  *
  * @example
  * ```ts
@@ -54,10 +80,12 @@ export function upstreamRequestHeaderList(
   client: ClientContext,
 ): Array<[string, string]> {
   const out = new Map<string, string>();
+  const trusted = client.trusted === true;
   let cookies: string | undefined;
   for (const [name, value] of fields) {
     // content-length is the transport's: it states what is actually sent.
     if (HOP_BY_HOP.has(name) || name === "host" || name === "content-length") continue;
+    if (!trusted && FORWARDING.has(name)) continue;
     if (name === "cookie") {
       cookies = cookies === undefined ? value : `${cookies}; ${value}`;
       continue;
@@ -72,11 +100,13 @@ export function upstreamRequestHeaderList(
     // Also sent as `:authority`; many backends read `host`, and the two agree
     // (RFC 9113 §8.3.1).
     out.set("host", trimOws(authority));
-    out.set("x-forwarded-host", trimOws(authority));
+    if (!out.get("x-forwarded-host")) out.set("x-forwarded-host", trimOws(authority));
   }
+  // Untrusted: none of these survived the loop, so each is set afresh.
   const xff = out.get("x-forwarded-for");
   out.set("x-forwarded-for", xff ? `${xff}, ${client.ip}` : client.ip);
-  out.set("x-forwarded-proto", "https");
+  if (!out.get("x-forwarded-proto")) out.set("x-forwarded-proto", "https");
+  if (!out.get("x-real-ip")) out.set("x-real-ip", client.ip);
   let fwd = `for=${forwardedNode(client.ip)};proto=https`;
   if (authority !== undefined) fwd += `;host=${forwardedValue(authority)}`;
   const prior = out.get("forwarded");

@@ -7,12 +7,13 @@ const upstreamRequestHeaders = (...args: Parameters<typeof upstreamRequestHeader
 Deno.test("upstream headers: connection-specific fields dropped, forwarding fields added", () => {
   const h = upstreamRequestHeaders(
     [["accept", "*/*"], ["te", "trailers"], ["x-forwarded-for", "10.0.0.1"], ["via", "1.1 cdn"]],
-    { ip: "127.0.0.1", authority: "example.com:9889" },
+    { ip: "127.0.0.1", authority: "example.com:9889", trusted: true },
   );
   assert.equal(h.get("te"), null);
   assert.equal(h.get("host"), "example.com:9889");
   assert.equal(h.get("x-forwarded-host"), "example.com:9889");
   assert.equal(h.get("x-forwarded-for"), "10.0.0.1, 127.0.0.1");
+  assert.equal(h.get("x-real-ip"), "127.0.0.1");
   assert.equal(h.get("x-forwarded-proto"), "https");
   assert.equal(h.get("forwarded"), 'for=127.0.0.1;proto=https;host="example.com:9889"');
   assert.equal(h.get("via"), "1.1 cdn, 3 spooky");
@@ -58,6 +59,7 @@ Deno.test("upstream headers: nothing is added that the client did not send but t
     "x-forwarded-for",
     "x-forwarded-host",
     "x-forwarded-proto",
+    "x-real-ip",
   ]);
 });
 
@@ -70,4 +72,47 @@ Deno.test("upstream headers: values trimmed of HTTP whitespace at both ends, inn
   assert.equal(m.get("x-a"), "1 2, 3");
   assert.equal(m.get("x-b"), "plain");
   assert.equal(m.get("x-c"), "");
+});
+
+const FORGED: Array<[string, string]> = [
+  ["x-forwarded-for", "6.6.6.6"],
+  ["x-forwarded-proto", "http"],
+  ["x-forwarded-host", "evil.test"],
+  ["forwarded", "for=6.6.6.6;proto=http"],
+  ["x-real-ip", "6.6.6.6"],
+  ["X-Forwarded-For".toLowerCase(), "7.7.7.7"],
+];
+
+Deno.test("upstream headers: an untrusted client's forwarding fields are replaced by the proxy's own", () => {
+  const h = upstreamRequestHeaders(FORGED, { ip: "192.0.2.7", authority: "a.test" });
+  assert.equal(h.get("x-forwarded-for"), "192.0.2.7");
+  assert.equal(h.get("x-forwarded-proto"), "https");
+  assert.equal(h.get("x-forwarded-host"), "a.test");
+  assert.equal(h.get("forwarded"), "for=192.0.2.7;proto=https;host=a.test");
+  assert.equal(h.get("x-real-ip"), "192.0.2.7");
+  // Without an authority no x-forwarded-host is invented, and the forged one is still gone.
+  const bare = upstreamRequestHeaders(FORGED, { ip: "192.0.2.7", authority: undefined });
+  assert.equal(bare.get("x-forwarded-host"), null);
+  assert.equal(bare.get("x-forwarded-for"), "192.0.2.7");
+});
+
+Deno.test("upstream headers: a trusted proxy's forwarding fields are kept and ours appended", () => {
+  const h = upstreamRequestHeaders(FORGED, {
+    ip: "10.0.0.2",
+    authority: "a.test",
+    trusted: true,
+  });
+  assert.equal(h.get("x-forwarded-for"), "6.6.6.6, 7.7.7.7, 10.0.0.2");
+  assert.equal(h.get("x-forwarded-proto"), "http");
+  assert.equal(h.get("x-forwarded-host"), "evil.test");
+  assert.equal(
+    h.get("forwarded"),
+    "for=6.6.6.6;proto=http, for=10.0.0.2;proto=https;host=a.test",
+  );
+  assert.equal(h.get("x-real-ip"), "6.6.6.6");
+  // A trusted proxy that sent none gets ours, as anyone would.
+  const plain = upstreamRequestHeaders([], { ip: "10.0.0.2", authority: "a.test", trusted: true });
+  assert.equal(plain.get("x-forwarded-for"), "10.0.0.2");
+  assert.equal(plain.get("x-forwarded-proto"), "https");
+  assert.equal(plain.get("x-real-ip"), "10.0.0.2");
 });
