@@ -12,7 +12,6 @@ import { startProxy, testCerts } from "../support/proxy_process.ts";
 const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
 
 function head(
-  port: number,
   authority: string | null,
   path: string,
   extra: Array<[string, string]> = [],
@@ -20,7 +19,6 @@ function head(
   const fields: Array<[string, string]> = [[":method", "GET"], [":scheme", "https"]];
   if (authority !== null) fields.push([":authority", authority]);
   fields.push([":path", path], ...extra);
-  void port;
   return fields;
 }
 
@@ -55,13 +53,13 @@ upstream:
   try {
     const p = proxy.port;
     for (const authority of ["localhost:99999", "localhost:65536", "[::::]:443", "[1.2.3.4]"]) {
-      const r = await client.request({ head: head(p, authority, "/a") });
+      const r = await client.request({ head: head(authority, "/a") });
       assert.equal(r.status, 400, authority);
       assert.match(new TextDecoder().decode(r.body), /bad_request/);
     }
     // host without :authority gets the same rule.
     const hostOnly = await client.request({
-      head: head(p, null, "/h", [["host", "localhost:99999"]]),
+      head: head(null, "/h", [["host", "localhost:99999"]]),
     });
     assert.equal(hostOnly.status, 400);
     // The TCP fallback: HTTP/1.1 Host and HTTP/2 :authority (curl sends the Host it is given).
@@ -71,7 +69,7 @@ upstream:
     }
     assert.equal(be.seen.length, 0, "no impossible authority reached the backend");
     // A possible one still goes through, on both listeners.
-    assert.equal((await client.request({ head: head(p, "localhost:65535", "/ok") })).status, 200);
+    assert.equal((await client.request({ head: head("localhost:65535", "/ok") })).status, 200);
     const ok = await curl(p, ["--http1.1", `https://localhost:${p}/ok`]);
     assert.match(ok.text, /^HTTP\/1\.1 200/, ok.text);
   } finally {
@@ -92,16 +90,68 @@ upstream:
   const client = await H3TestClient.connect(proxy.port, pem);
   const other = await H3TestClient.connect(proxy.port, pem);
   try {
-    assert.equal((await client.request({ head: head(proxy.port, "localhost", "/x") })).status, 200);
+    assert.equal((await client.request({ head: head("localhost", "/x") })).status, 200);
     await client.sendControl(encodeFrame(FrameType.CANCEL_PUSH, Uint8Array.of(5)));
     const info = await client.conn.closed.catch((e) => ({ closeCode: -1, reason: String(e) }));
     assert.equal(info.closeCode, H3Code.ID_ERROR, `closed with ${info.closeCode}: ${info.reason}`);
     // Another connection is not affected.
-    assert.equal((await other.request({ head: head(proxy.port, "localhost", "/y") })).status, 200);
+    assert.equal((await other.request({ head: head("localhost", "/y") })).status, 200);
   } finally {
     await client.close();
     await other.close();
     assert.equal(await proxy.stop(), 0);
     await be.close();
   }
+});
+
+const FORGED: Array<[string, string]> = [
+  ["x-forwarded-for", "6.6.6.6"],
+  ["x-forwarded-proto", "http"],
+  ["x-forwarded-host", "evil.test"],
+  ["forwarded", "for=6.6.6.6;proto=http"],
+  ["x-real-ip", "6.6.6.6"],
+];
+
+async function forwardedSeen(trusted: string): Promise<Record<string, string>> {
+  const be = startBackend("b");
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+${trusted}
+`);
+  const client = await H3TestClient.connect(proxy.port, await ca());
+  try {
+    const r = await client.request({ head: head("localhost", "/headers", FORGED) });
+    assert.equal(r.status, 200);
+    return JSON.parse(new TextDecoder().decode(r.body));
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+}
+
+Deno.test("#24.5: a client's forged forwarding fields are replaced by the proxy's own; a trusted proxy's are appended to", async () => {
+  // Default: nobody is trusted.
+  const plain = await forwardedSeen("");
+  assert.equal(plain["x-forwarded-for"], "127.0.0.1");
+  assert.equal(plain["x-forwarded-proto"], "https");
+  assert.equal(plain["x-forwarded-host"], "localhost");
+  assert.equal(plain["forwarded"], "for=127.0.0.1;proto=https;host=localhost");
+  assert.equal(plain["x-real-ip"], "127.0.0.1");
+  // A trusted client (another proxy in front) keeps its chain; ours is appended.
+  const trusted = await forwardedSeen('trusted_proxies: [127.0.0.0/8, "::1"]');
+  assert.equal(trusted["x-forwarded-for"], "6.6.6.6, 127.0.0.1");
+  assert.equal(trusted["x-forwarded-proto"], "http");
+  assert.equal(trusted["x-forwarded-host"], "evil.test");
+  assert.equal(
+    trusted["forwarded"],
+    "for=6.6.6.6;proto=http, for=127.0.0.1;proto=https;host=localhost",
+  );
+  assert.equal(trusted["x-real-ip"], "6.6.6.6");
+  // A list that does not hold the client's address trusts nobody here.
+  const other = await forwardedSeen("trusted_proxies: [10.0.0.0/8]");
+  assert.equal(other["x-forwarded-for"], "127.0.0.1");
+  assert.equal(other["x-real-ip"], "127.0.0.1");
 });
