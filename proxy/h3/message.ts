@@ -323,6 +323,44 @@ export function validateResponseFields(fields: Array<[string, string]>): Respons
 }
 
 /**
+ * Validates the final response head of an HTTP/2 backend, as the upstream
+ * transports hand it over (status apart, pseudo-headers removed), with the
+ * rules {@link validateResponseFields} applies: the status is a final one,
+ * 200-599 (RFC 9110 §15: three digits 100-599; a 1xx head is never final,
+ * RFC 9113 §8.1; 101 has no place in HTTP/2 or HTTP/3, RFC 9113 §8.6), no
+ * pseudo-header is left, and every field is well formed and not
+ * connection-specific (RFC 9113 §8.2, RFC 9114 §4.2). Allocates nothing;
+ * returns the Content-Length, if any. Throws {@link MalformedMessageError}.
+ *
+ * @example
+ * ```ts
+ * validateResponseHead(200, [["content-length", "2"]]); // 2
+ * validateResponseHead(600, []); // throws: invalid :status
+ * ```
+ */
+export function validateResponseHead(
+  status: number,
+  fields: ReadonlyArray<readonly [string, string]>,
+): number | undefined {
+  if (!Number.isInteger(status) || status < 100 || status > 599) {
+    fail(":status", `invalid :status ${status} (RFC 9110 §15)`);
+  }
+  if (status === 101) fail(":status", ":status 101 is not allowed (RFC 9113 §8.6)");
+  if (status < 200) {
+    fail(":status", `informational :status ${status} as the final response (RFC 9113 §8.1)`);
+  }
+  let contentLength: number | undefined;
+  for (const [name, value] of fields) {
+    if (name.charCodeAt(0) === 0x3a) {
+      fail(name, `pseudo-header ${name} in a response (RFC 9113 §8.3)`);
+    }
+    checkRegular(name, value);
+    if (name === "content-length") contentLength = mergeContentLength(contentLength, value);
+  }
+  return contentLength;
+}
+
+/**
  * Checks that a body matches its Content-Length (RFC 9114 §4.1.2): `add` each
  * DATA chunk's size, `finish` at the end of the stream. Without an expected
  * length it only counts.

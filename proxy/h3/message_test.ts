@@ -3,6 +3,7 @@ import {
   BodyLengthTracker,
   validateRequestFields,
   validateResponseFields,
+  validateResponseHead,
   validateTrailerFields,
 } from "./message.ts";
 import assert from "node:assert/strict";
@@ -299,4 +300,24 @@ Deno.test("RFC 3986 §3.2: an authority that is not host[:port] makes the reques
     "/",
   ], ["host", "a.test:1x"]];
   assert.throws(() => validateRequestFields(withHost), MalformedMessageError);
+});
+
+Deno.test("RFC 9113 §8.1, §8.2, §8.6, RFC 9110 §15: validateResponseHead checks a backend's final head", () => {
+  assert.equal(validateResponseHead(200, [["content-length", "2"], ["x-a", "1"]]), 2);
+  assert.equal(validateResponseHead(599, []), undefined);
+  for (const status of [99, 600, 101, 100, 103, 200.5]) {
+    assertMalformed(() => validateResponseHead(status, []), ":status");
+  }
+  for (
+    const name of ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]
+  ) {
+    assertMalformed(() => validateResponseHead(200, [[name, "x"]]), name);
+  }
+  assertMalformed(() => validateResponseHead(200, [["X-Up", "1"]]), "X-Up");
+  assertMalformed(() => validateResponseHead(200, [["x-a", "b\r\nc: d"]]), "x-a");
+  assertMalformed(() => validateResponseHead(200, [[":path", "/"]]), ":path");
+  assertMalformed(
+    () => validateResponseHead(200, [["content-length", "1"], ["content-length", "2"]]),
+    "content-length",
+  );
 });

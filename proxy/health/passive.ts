@@ -9,8 +9,21 @@ import { type Clock, HEALTH_CHECK_DEFAULTS, MONOTONIC_CLOCK } from "./types.ts";
 
 const log = getLogger(["proxy", "health"]);
 
-/** Kinds of request failure that count against a backend. */
-export type PassiveFailureKind = "connect" | "5xx";
+/**
+ * Kinds of request failure that count against a backend (the table in
+ * `upstream/outcome.ts` decides which outcome reports which): nothing
+ * reached it (`connect`), it reset the stream (`reset`), broke HTTP/2
+ * (`protocol`), answered with a head no client may get
+ * (`invalid_response`), did not answer in time (`timeout`), or answered
+ * 500-599 (`5xx`).
+ */
+export type PassiveFailureKind =
+  | "connect"
+  | "reset"
+  | "protocol"
+  | "invalid_response"
+  | "timeout"
+  | "5xx";
 
 /** Options of {@link PassiveHealth}. */
 export interface PassiveHealthOptions {
@@ -33,9 +46,11 @@ interface Entry {
  * Ejects backends that fail real requests, between active probes.
  *
  * - Every proxied request reports its outcome: {@link reportSuccess} for a
- *   response that is not a 5xx, {@link reportFailure} with `"connect"`
- *   (connect, reset or protocol error, timeout) or `"5xx"` (the backend
- *   answered 500-599).
+ *   response that is not a 5xx, {@link reportFailure} with the
+ *   {@link PassiveFailureKind} (connect, reset, protocol error, invalid
+ *   response, timeout, or a 500-599 answer). A client that left, a request
+ *   the proxy could not express, and a lost upstream worker report nothing:
+ *   they say nothing about the backend.
  * - `consecutiveFailures` failures in a row, with no success between them,
  *   eject the backend for `ejectMs`: {@link isEjected} is true until then,
  *   and the balancer should skip it (`isAvailable = (id) =>
@@ -54,13 +69,16 @@ interface Entry {
  *
  * @example
  * ```ts
+ * declare const backend: { id: string };
+ * declare function forward(backend: { id: string }): Promise<Response>;
+ *
  * const passive = new PassiveHealth({ consecutiveFailures: 5, ejectMs: 5000 });
  * try {
  *   const res = await forward(backend);
  *   if (res.status >= 500) passive.reportFailure(backend.id, "5xx");
  *   else passive.reportSuccess(backend.id);
  * } catch {
- *   passive.reportFailure(backend.id, "connect");
+ *   passive.reportFailure(backend.id, "reset");
  * }
  * ```
  */

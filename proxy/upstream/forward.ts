@@ -1,9 +1,10 @@
 /**
  * Forwarding one request to a pool's backends: the header translation, the
  * attempt on the first candidate and the retry on the next after a connect
- * failure (or, for an idempotent request, after a reset before any answer),
- * the mapping of failures to statuses (DESIGN.md §4), and what each outcome
- * tells passive health and the metrics. How the bytes travel is the
+ * failure (or, for an idempotent request, after a reset, protocol error or
+ * lost worker before any answer), the validation of the backend's response
+ * head, and what each outcome means for the client's status, passive health
+ * and the metrics: one table, `outcome.ts`. How the bytes travel is the
  * {@link UpstreamTransport}'s business.
  *
  * @example
@@ -19,10 +20,19 @@ import { getLogger } from "@logtape/logtape";
 import { readUpTo } from "../../shared/bytes.ts";
 import type { BackendRef } from "../balancer/mod.ts";
 import type { ProxyMetrics } from "../metrics/metrics.ts";
+import { MalformedMessageError } from "../h3/errors.ts";
+import { validateResponseHead } from "../h3/message.ts";
 import { errorResponse } from "../server/error_response.ts";
 import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
 import { downstreamResponseFields, upstreamRequestHeaderList } from "./headers.ts";
-import { UpstreamError, type UpstreamTransport } from "./transport.ts";
+import {
+  type HealthReport,
+  outcomeOfError,
+  outcomeOfStatus,
+  OUTCOMES,
+  type UpstreamOutcome,
+} from "./outcome.ts";
+import type { UpstreamResponse, UpstreamTransport } from "./transport.ts";
 
 const log = getLogger(["proxy", "upstream"]);
 
@@ -37,8 +47,8 @@ export interface BackendHealth {
   isAvailableIgnoringEjection?(id: string): boolean;
   /** Whether the backend is enabled (not disabled by the admin API); default: all are. */
   isEnabled?(id: string): boolean;
-  /** Live traffic outcome, for passive health (outlier ejection). */
-  report?(id: string, outcome: "success" | "connect" | "5xx"): void;
+  /** Live traffic outcome, for passive health (outlier ejection); see `outcome.ts`. */
+  report?(id: string, outcome: HealthReport): void;
 }
 
 /** What forwarding needs. */
@@ -88,10 +98,39 @@ export function describeError(err: unknown): string {
 }
 
 /**
+ * Checks the backend's response head (RFC 9113 §8.2, §8.3, RFC 9110 §15);
+ * returns why it may not be forwarded, or `null`.
+ */
+export function invalidResponse(res: UpstreamResponse): string | null {
+  try {
+    validateResponseHead(res.status, res.headers);
+    return null;
+  } catch (err) {
+    if (err instanceof MalformedMessageError) return err.message;
+    throw err;
+  }
+}
+
+/**
  * Builds the forwarder.
  */
 export function createForwarder(deps: ForwardDeps): Forwarder {
   const { transport, health, metrics } = deps;
+
+  /** The proxy's answer for a failed request, described for the request sink. */
+  const failed = (
+    outcome: UpstreamOutcome,
+    backendId: string,
+    message: string,
+  ): OutgoingResponse => {
+    const rule = OUTCOMES[outcome];
+    if (rule.health !== null) health.report?.(backendId, rule.health);
+    const res: OutgoingResponse = errorResponse(rule.status!, rule.error, message);
+    if (rule.namesBackend) res.backend = backendId;
+    if (rule.failure !== undefined) res.failure = rule.failure;
+    return res;
+  };
+
   return async (req, pool, candidates, path, authority) => {
     const head = req.head;
     const ip = req.remote.hostname;
@@ -112,11 +151,15 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
     // Retry only what has not started streaming: no body, or a body read whole.
     const retryable = !(body instanceof ReadableStream);
     const attempts = retryable ? candidates.slice(0, 2) : candidates.slice(0, 1);
-    // A stream reset before any answer, on a pooled session, is retried once
-    // for an idempotent method (RFC 9110 §9.2.2), as pingora retries a
-    // request that failed on a reused connection: the next candidate, or
-    // the same backend when there is no other.
-    let resetRetry = retryable && IDEMPOTENT.has(head.method);
+    if (attempts.length === 0) {
+      return errorResponse(503, OUTCOMES.no_candidate.error, `no backend for pool ${pool.name}`);
+    }
+    // A failure before any answer that may have reached the backend (a
+    // reset, a protocol error, a lost worker), on a pooled session, is
+    // retried once for an idempotent method (RFC 9110 §9.2.2), as pingora
+    // retries a request that failed on a reused connection: the next
+    // candidate, or the same backend when there is no other.
+    let idempotentRetry = retryable && IDEMPOTENT.has(head.method);
 
     for (let i = 0; i < attempts.length; i++) {
       const backend = attempts[i];
@@ -129,8 +172,9 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
         });
       }
       const sent = performance.now();
+      let res: UpstreamResponse;
       try {
-        const res = await transport.exchange({
+        res = await transport.exchange({
           address: backend.address,
           method: head.method,
           path,
@@ -140,80 +184,97 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           timeoutMs: pool.timeoutMs,
           signal: req.signal,
         });
-        health.report?.(backend.id, res.status >= 500 ? "5xx" : "success");
-        // Counted once it is finished, by the request sink (request_log.ts).
-        return {
-          status: res.status,
-          headers: downstreamResponseFields(res.headers),
-          body: res.body,
-          backend: backend.id,
-          upstreamMs: performance.now() - sent,
-        };
       } catch (err) {
-        const e = err instanceof UpstreamError
-          ? err
-          : new UpstreamError("local", describeError(err), { cause: err });
-        const cause = describeError(e);
-        switch (e.kind) {
-          case "timeout":
-            log.warn("backend {id} timed out after {ms} ms", {
-              id: backend.id,
-              ms: pool.timeoutMs,
-            });
-            return {
-              ...errorResponse(503, "backend_timeout", `backend ${backend.id} timed out`),
-              backend: backend.id,
-              failure: "timeout",
-            };
-          case "aborted":
-            if (log.isEnabledFor("debug")) {
-              log.debug("client went away during the request to {id}: {reason}", {
-                id: backend.id,
-                reason: cause,
-              });
-            }
-            return {
-              ...errorResponse(502, "client_gone", "client went away"),
-              backend: backend.id,
-              failure: "client_gone",
-            };
-          case "local":
-            // The request could not be expressed to the backend: the client's
-            // doing, not the backend's; nothing is counted against it.
-            log.info("request not forwarded to {id}: {error}", { id: backend.id, error: cause });
-            return errorResponse(400, "bad_request", "the request cannot be forwarded");
-        }
-        health.report?.(backend.id, e.kind === "connect" ? "connect" : "5xx");
-        if (e.kind === "reset" && resetRetry) {
-          resetRetry = false;
-          if (i === attempts.length - 1) attempts.push(backend);
-          log.info("backend {id} reset the stream, retrying {method} on {next}: {error}", {
+        const outcome = outcomeOfError(err, req.signal.aborted);
+        const rule = OUTCOMES[outcome];
+        const cause = describeError(err);
+        const retry = (rule.retry === "next" && i < attempts.length - 1) ||
+          (rule.retry === "idempotent" && idempotentRetry);
+        if (retry) {
+          if (rule.retry === "idempotent") {
+            idempotentRetry = false;
+            if (i === attempts.length - 1) attempts.push(backend);
+          }
+          // The attempt counts against the backend; the request goes on.
+          if (rule.health !== null) health.report?.(backend.id, rule.health);
+          if (rule.counter !== null) metrics.backend(backend.id).inc(rule.counter);
+          log.info("backend {id} failed ({outcome}), retrying {method} on {next}: {error}", {
             id: backend.id,
+            outcome,
             method: head.method,
             next: attempts[i + 1].id,
             error: cause,
           });
-          metrics.backend(backend.id).inc("backend_errors");
           continue;
         }
-        if (e.kind === "connect" && i < attempts.length - 1) {
-          log.info("backend {id} unreachable, retrying on {next}: {error}", {
-            id: backend.id,
-            next: attempts[i + 1].id,
-            error: cause,
-          });
-          metrics.backend(backend.id).inc("backend_errors");
-          continue;
-        }
-        log.warn("backend {id} failed: {error}", { id: backend.id, error: cause });
-        return {
-          ...errorResponse(502, "backend_error", `backend ${backend.id} failed`),
-          backend: backend.id,
-          failure: "error",
-        };
+        logFailure(outcome, backend.id, pool, cause);
+        return failed(outcome, backend.id, failureMessage(outcome, backend.id));
       }
+      const invalid = invalidResponse(res);
+      if (invalid !== null) {
+        if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
+        log.warn("backend {id} sent an invalid response: {error}", {
+          id: backend.id,
+          error: invalid,
+        });
+        return failed(
+          "invalid_response",
+          backend.id,
+          `backend ${backend.id} sent an invalid response`,
+        );
+      }
+      health.report?.(backend.id, OUTCOMES[outcomeOfStatus(res.status)].health!);
+      // Counted once it is finished, by the request sink (request_log.ts).
+      return {
+        status: res.status,
+        headers: downstreamResponseFields(res.headers),
+        body: res.body,
+        backend: backend.id,
+        upstreamMs: performance.now() - sent,
+      };
     }
     // Unreachable: the loop always returns on its last attempt.
-    return errorResponse(500, "internal_error", "no attempt made");
+    return errorResponse(500, OUTCOMES.internal.error, "no attempt made");
   };
+}
+
+function failureMessage(outcome: UpstreamOutcome, id: string): string {
+  switch (outcome) {
+    case "timeout":
+      return `backend ${id} timed out`;
+    case "client_gone":
+      return "client went away";
+    case "local":
+      return "the request cannot be forwarded";
+    case "internal":
+      return "internal proxy error";
+    case "shutdown":
+      return "the proxy is shutting down";
+    default:
+      return `backend ${id} failed`;
+  }
+}
+
+function logFailure(outcome: UpstreamOutcome, id: string, pool: PoolTarget, cause: string): void {
+  switch (outcome) {
+    case "timeout":
+      log.warn("backend {id} timed out after {ms} ms", { id, ms: pool.timeoutMs });
+      return;
+    case "client_gone":
+    case "shutdown":
+      if (log.isEnabledFor("debug")) {
+        log.debug("request to {id} ended ({outcome}): {reason}", { id, outcome, reason: cause });
+      }
+      return;
+    case "local":
+      // The request could not be expressed to the backend: the client's
+      // doing, not the backend's; nothing is counted against it.
+      log.info("request not forwarded to {id}: {error}", { id, error: cause });
+      return;
+    case "internal":
+      log.error("forwarding to {id} failed inside the proxy: {error}", { id, error: cause });
+      return;
+    default:
+      log.warn("backend {id} failed ({outcome}): {error}", { id, outcome, error: cause });
+  }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ProxyMetrics } from "../metrics/metrics.ts";
+import { createRequestSink } from "../request_log.ts";
 import type { IncomingRequest } from "../server/types.ts";
 import { createForwarder } from "./forward.ts";
 import {
@@ -11,7 +12,9 @@ import {
 } from "./transport.ts";
 
 /** A transport that answers each exchange from a script: a failure kind, or a status. */
-function scripted(script: Array<UpstreamFailureKind | number>) {
+type Step = UpstreamFailureKind | number | UpstreamResponse | Error;
+
+function scripted(script: Step[]) {
   const seen: UpstreamRequest[] = [];
   const transport: UpstreamTransport = {
     exchange(req): Promise<UpstreamResponse> {
@@ -20,6 +23,9 @@ function scripted(script: Array<UpstreamFailureKind | number>) {
       if (typeof next === "number") {
         return Promise.resolve({ status: next, headers: [], body: new Uint8Array([0x6f, 0x6b]) });
       }
+      if (next instanceof Error) return Promise.reject(next);
+      if (typeof next === "object") return Promise.resolve(next);
+      if (next === "aborted") abortClient?.abort();
       return Promise.reject(new UpstreamError(next, `scripted ${next}`));
     },
     release() {},
@@ -28,7 +34,11 @@ function scripted(script: Array<UpstreamFailureKind | number>) {
   return { transport, seen };
 }
 
-function incoming(method: string, body: Uint8Array<ArrayBuffer> | null = null): IncomingRequest {
+function incoming(
+  method: string,
+  body: Uint8Array<ArrayBuffer> | null = null,
+  signal: AbortSignal = new AbortController().signal,
+): IncomingRequest {
   return {
     head: {
       method,
@@ -40,7 +50,7 @@ function incoming(method: string, body: Uint8Array<ArrayBuffer> | null = null): 
     },
     body: body === null ? null : new Blob([body]).stream(),
     remote: { hostname: "127.0.0.1", port: 5000 },
-    signal: new AbortController().signal,
+    signal,
   };
 }
 
@@ -48,15 +58,19 @@ const pool = { name: "p", timeoutMs: 1000 };
 const one = [{ id: "b1", address: "127.0.0.1:1", weight: 1 }];
 const two = [...one, { id: "b2", address: "127.0.0.1:2", weight: 1 }];
 
-function forwarder(script: Array<UpstreamFailureKind | number>) {
+/** When set, a scripted `aborted` step aborts this (the client leaving) first. */
+let abortClient: AbortController | undefined;
+
+function forwarder(script: Step[]) {
   const { transport, seen } = scripted(script);
   const reports: string[] = [];
+  const metrics = new ProxyMetrics();
   const forward = createForwarder({
     transport,
     health: { isAvailable: () => true, report: (id, o) => void reports.push(`${id}:${o}`) },
-    metrics: new ProxyMetrics(),
+    metrics,
   });
-  return { forward, seen, reports };
+  return { forward, seen, reports, metrics };
 }
 
 Deno.test("forward: a connect failure moves on to the next candidate; with none left it is 502", async () => {
@@ -79,7 +93,7 @@ Deno.test("forward: a reset before any answer is retried once for an idempotent 
     const res = await f.forward(incoming(method, body), pool, one, "/x", "a.test");
     assert.equal(res.status, 200, method);
     assert.deepEqual(f.seen.map((r) => r.address), ["127.0.0.1:1", "127.0.0.1:1"], method);
-    assert.deepEqual(f.reports, ["b1:5xx", "b1:success"], method);
+    assert.deepEqual(f.reports, ["b1:reset", "b1:success"], method);
   }
   // With two candidates the retry goes to the next one.
   const g = forwarder(["reset", 200]);
@@ -97,11 +111,246 @@ Deno.test("forward: a reset is not retried for POST, nor a second time", async (
   const twice = forwarder(["reset", "reset", 200]);
   assert.equal((await twice.forward(incoming("GET"), pool, two, "/x", "a.test")).status, 502);
   assert.equal(twice.seen.length, 2);
-  // A timeout or protocol error is never retried.
-  for (const kind of ["timeout", "protocol"] as const) {
-    const f = forwarder([kind, 200]);
-    const res = await f.forward(incoming("GET"), pool, two, "/x", "a.test");
-    assert.equal(res.status, kind === "timeout" ? 503 : 502);
-    assert.equal(f.seen.length, 1);
+  // A timeout is never retried.
+  const f = forwarder(["timeout", 200]);
+  const res = await f.forward(incoming("GET"), pool, two, "/x", "a.test");
+  assert.equal(res.status, 503);
+  assert.equal(f.seen.length, 1);
+});
+
+/** One row per outcome of `outcome.ts`: status, passive-health report, counters, attempts. */
+interface Row {
+  name: string;
+  script: Step[];
+  method?: string;
+  clientLeaves?: boolean;
+  status: number;
+  reports: string[];
+  attempts: number;
+  /** b1's counters after the request: [requests_total, backend_errors, backend_timeouts]. */
+  b1: [number, number, number];
+  /** Global [requests_total, requests_failure]. */
+  global: [number, number];
+}
+
+const ROWS: Row[] = [
+  {
+    name: "answered",
+    script: [204],
+    status: 204,
+    reports: ["b1:success"],
+    attempts: 1,
+    b1: [1, 0, 0],
+    global: [1, 0],
+  },
+  {
+    name: "answered_5xx",
+    script: [503],
+    status: 503,
+    reports: ["b1:5xx"],
+    attempts: 1,
+    b1: [1, 0, 0],
+    global: [1, 1],
+  },
+  {
+    name: "connect",
+    script: ["connect"],
+    status: 502,
+    reports: ["b1:connect"],
+    attempts: 1,
+    b1: [1, 1, 0],
+    global: [1, 1],
+  },
+  // An idempotent request is retried once after a reset or protocol error: both attempts count.
+  {
+    name: "reset",
+    script: ["reset", "reset"],
+    status: 502,
+    reports: ["b1:reset", "b1:reset"],
+    attempts: 2,
+    b1: [1, 2, 0],
+    global: [1, 1],
+  },
+  {
+    name: "protocol",
+    script: ["protocol", "protocol"],
+    status: 502,
+    reports: ["b1:protocol", "b1:protocol"],
+    attempts: 2,
+    b1: [1, 2, 0],
+    global: [1, 1],
+  },
+  {
+    name: "invalid_response (status 600)",
+    script: [{ status: 600, headers: [], body: null }],
+    status: 502,
+    reports: ["b1:invalid_response"],
+    attempts: 1,
+    b1: [1, 1, 0],
+    global: [1, 1],
+  },
+  // A timeout counts against the backend in passive health (it was never reported before).
+  {
+    name: "timeout",
+    script: ["timeout"],
+    status: 503,
+    reports: ["b1:timeout"],
+    attempts: 1,
+    b1: [1, 0, 1],
+    global: [1, 1],
+  },
+  // A lost worker is retried once (idempotent) and blames nobody.
+  {
+    name: "worker_lost",
+    script: ["worker", "worker"],
+    status: 502,
+    reports: [],
+    attempts: 2,
+    b1: [0, 0, 0],
+    global: [1, 1],
+  },
+  // A client that left is logged as 499 and never counted against the backend.
+  {
+    name: "client_gone",
+    script: ["aborted"],
+    clientLeaves: true,
+    status: 502, // sent; the sink counts and logs 499
+    reports: [],
+    attempts: 1,
+    b1: [1, 0, 0], // in its requests (the access log names it), never in backend_errors
+    global: [1, 1],
+  },
+  {
+    name: "local",
+    script: ["local"],
+    status: 400,
+    reports: [],
+    attempts: 1,
+    b1: [0, 0, 0],
+    global: [1, 1],
+  },
+  {
+    name: "internal",
+    script: [new TypeError("bug")],
+    status: 500,
+    reports: [],
+    attempts: 1,
+    b1: [0, 0, 0],
+    global: [1, 1],
+  },
+  {
+    name: "shutdown (aborted, client still there)",
+    script: ["aborted"],
+    status: 503,
+    reports: [],
+    attempts: 1,
+    b1: [0, 0, 0],
+    global: [1, 1],
+  },
+];
+
+for (const row of ROWS) {
+  Deno.test(`forward outcome ${row.name}: ${row.status}, passive health [${row.reports}]`, async () => {
+    const f = forwarder([...row.script]);
+    const client = new AbortController();
+    abortClient = row.clientLeaves ? client : undefined;
+    try {
+      const res = await f.forward(
+        incoming(row.method ?? "GET", null, client.signal),
+        pool,
+        one,
+        "/x",
+        "a.test",
+      );
+      assert.equal(res.status, row.status);
+      assert.deepEqual(f.reports, row.reports);
+      assert.equal(f.seen.length, row.attempts);
+      // The request sink counts what the response describes.
+      const logged: number[] = [];
+      const sink = createRequestSink(f.metrics, {
+        log: (r) => void logged.push(r.status),
+        flush() {},
+        close() {},
+      });
+      sink.finished({
+        listener: "h3",
+        streamId: 0,
+        remote: { hostname: "127.0.0.1", port: 5000 },
+        method: "GET",
+        authority: "a.test",
+        path: "/x",
+        status: res.status,
+        bytes: 0,
+        durationMs: 1,
+        backend: res.backend,
+        failure: res.failure,
+        outcome: row.clientLeaves ? "aborted" : "complete",
+      });
+      assert.deepEqual(logged, [row.clientLeaves ? 499 : row.status], "access log status");
+      const b = f.metrics.backends().get("b1");
+      assert.deepEqual(
+        [
+          b?.get("requests_total") ?? 0n,
+          b?.get("backend_errors") ?? 0n,
+          b?.get("backend_timeouts") ?? 0n,
+        ],
+        row.b1.map(BigInt),
+      );
+      assert.deepEqual(
+        [f.metrics.global.get("requests_total"), f.metrics.global.get("requests_failure")],
+        row.global.map(BigInt),
+      );
+    } finally {
+      abortClient = undefined;
+    }
+  });
+}
+
+Deno.test("forward: a protocol error is not retried for POST; a worker loss is retried on the next candidate", async () => {
+  const post = forwarder(["protocol", 200]);
+  assert.equal(
+    (await post.forward(incoming("POST", new Uint8Array(3)), pool, two, "/x", "a.test")).status,
+    502,
+  );
+  assert.equal(post.seen.length, 1);
+  const w = forwarder(["worker", 200]);
+  assert.equal((await w.forward(incoming("GET"), pool, two, "/x", "a.test")).status, 200);
+  assert.deepEqual(w.seen.map((r) => r.address), ["127.0.0.1:1", "127.0.0.1:2"]);
+  assert.deepEqual(w.reports, ["b2:success"]);
+});
+
+Deno.test("forward: RFC 9113 §8.2-8.3, RFC 9110 §15: an invalid backend response head is 502, its body cancelled", async () => {
+  const cases: Array<[number, Array<[string, string]>]> = [
+    [99, []],
+    [600, []],
+    [101, []],
+    [100, []],
+    [103, []],
+    [200, [["connection", "close"]]],
+    [200, [["transfer-encoding", "chunked"]]],
+    [200, [["keep-alive", "timeout=5"]]],
+    [200, [["upgrade", "h2c"]]],
+    [200, [["proxy-connection", "close"]]],
+    [200, [["X-Upper", "1"]]],
+    [200, [["x-split", "a\r\nset-cookie: x=1"]]],
+    [200, [["x evil", "1"]]],
+    [200, [[":path", "/x"]]],
+    [200, [["content-length", "2"], ["content-length", "3"]]],
+  ];
+  for (const [status, headers] of cases) {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
+    const f = forwarder([{ status, headers, body }]);
+    const res = await f.forward(incoming("GET"), pool, one, "/x", "a.test");
+    assert.equal(res.status, 502, `${status} ${JSON.stringify(headers)}`);
+    assert.ok(cancelled, "the backend's body is cancelled");
+    assert.deepEqual(f.reports, ["b1:invalid_response"]);
+  }
+  // Valid heads pass, including 599 and fields the proxy drops itself.
+  for (
+    const [status, headers] of [[599, []], [200, [["te", "trailers"], ["trailer", "x"]]]] as const
+  ) {
+    const f = forwarder([{ status, headers: headers.map(([n, v]) => [n, v]), body: null }]);
+    assert.equal((await f.forward(incoming("GET"), pool, one, "/x", "a.test")).status, status);
   }
 });

@@ -54,7 +54,10 @@ export interface UpstreamResponse {
 /**
  * Why an exchange failed. Only `connect`, `reset`, `protocol` and `timeout`
  * are the backend's fault (they count for passive health); `connect` means
- * nothing reached the backend, so another backend may be tried.
+ * nothing reached the backend, so another backend may be tried. `worker`:
+ * the upstream worker thread carrying the exchange died of a cause not tied
+ * to this backend (the request may have reached it). `outcome.ts` maps each
+ * kind to a status and a passive-health report.
  */
 export type UpstreamFailureKind =
   | "connect"
@@ -62,7 +65,8 @@ export type UpstreamFailureKind =
   | "protocol"
   | "timeout"
   | "aborted"
-  | "local";
+  | "local"
+  | "worker";
 
 /** A failed exchange, with its kind and the underlying cause. */
 export class UpstreamError extends Error {
