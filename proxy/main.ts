@@ -20,6 +20,15 @@ import { listenQuic } from "./quic/deno_transport.ts";
 import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
+import {
+  fallbackMaxConnections,
+  ListenerStartError,
+  listenerStartError,
+  readProcessLimits,
+  startAdminListener,
+  startTcpFallback,
+} from "./server/tcp_listeners.ts";
+import type { ConnectionServer, TlsConnectionServer } from "../shared/serve_connections.ts";
 import { createUpstreamTransport } from "./upstream/create_transport.ts";
 import { type AccessLog, createAccessLog } from "./access_log.ts";
 import { createRequestSink, type RequestSink } from "./request_log.ts";
@@ -168,7 +177,10 @@ async function main(args: string[]): Promise<number> {
   try {
     return await run(config, cli.config, loaded.pem!);
   } catch (err) {
-    getLogger(["proxy"]).error("fatal: {error}", { error: String(err) });
+    // A listener that cannot start is one line naming it, its address and keys.
+    if (!(err instanceof ListenerStartError)) {
+      getLogger(["proxy"]).error("fatal: {error}", { error: String(err) });
+    }
     console.error(`Error: ${(err as Error).message}`);
     await teardownLogging();
     return 1;
@@ -201,7 +213,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   runtime.start();
   const metrics = runtime.metrics;
 
-  const transport = listenQuic({
+  const quicOptions: Parameters<typeof listenQuic>[0] = {
     hostname: config.listen.address,
     port: config.listen.port,
     cert,
@@ -219,7 +231,13 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       networkPrefix: { v4: config.limits.network_prefix_v4, v6: config.limits.network_prefix_v6 },
     },
     onRejected: (reason) => metrics.recordRejected(reason),
-  });
+  };
+  const transport = bindNamed(
+    "HTTP/3 listener",
+    config.listen.address,
+    config.listen.port,
+    "listen.address, listen.port",
+  )(() => listenQuic(quicOptions));
   const server = new H3Server(transport, {
     handler: runtime.handler,
     maxFieldSectionSize: config.limits.max_header_list_size,
@@ -242,19 +260,28 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   /** The configuration whose `log` settings are in effect. */
   let logged = config;
 
-  let fallback: Deno.HttpServer | undefined;
+  let fallback: TlsConnectionServer | undefined;
   if (config.listen.tcp_fallback) {
-    fallback = Deno.serve({
+    const l = config.limits;
+    const tcpFallback = startTcpFallback({
       hostname: config.listen.address,
       port,
-      cert,
-      key,
-      onListen() {},
-    }, tcpFallbackHandler(runtime.handler, port, { done: sink.finished }));
-    log.info("TCP fallback (HTTP/2, HTTP/1.1 over TLS) on {address}:{port}", {
-      address: config.listen.address,
-      port,
+      tls: { cert, key },
+      handler: tcpFallbackHandler(runtime.handler, port, { done: sink.finished }),
+      limits: {
+        maxConnections: l.tcp_max_connections === "auto"
+          ? fallbackMaxConnections(readProcessLimits(), config.admin?.max_connections ?? 0)
+          : l.tcp_max_connections,
+        headerTimeoutMs: l.tcp_header_timeout_ms,
+        idleTimeoutMs: l.tcp_idle_timeout_ms,
+      },
     });
+    fallback = tcpFallback;
+    metrics.tcpListeners.set("tcp_fallback", () => tcpFallback.stats());
+    log.info(
+      "TCP fallback (HTTP/2, HTTP/1.1 over TLS) on {address}:{port}: at most {max} connections",
+      { address: config.listen.address, port, max: tcpFallback.limits.maxConnections },
+    );
   }
 
   // One reload at a time; one asked for during a reload gets its own, which
@@ -283,7 +310,15 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       const next = loaded.pem!;
       renewed = next.cert !== served.cert || next.key !== served.key;
       if (renewed) {
-        transport.setCertificate(next.cert, next.key);
+        // Both listeners or neither: the TCP fallback first (it changes
+        // nothing when it throws), then HTTP/3.
+        fallback?.setCertificate(next.cert, next.key);
+        try {
+          transport.setCertificate(next.cert, next.key);
+        } catch (err) {
+          fallback?.setCertificate(served.cert, served.key);
+          throw err;
+        }
         served = next;
       }
     } catch (err) {
@@ -298,17 +333,15 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     logged = loaded.config;
     restartRequired.push(...logChange);
     if (renewed) {
-      log.info("new HTTP/3 connections get the certificate from {path}", { path: tls.cert });
-      if (config.listen.tcp_fallback) {
-        // Deno.serve cannot change its certificate.
-        log.warn("listen.tls changed: the TCP fallback takes it after a restart");
-        restartRequired.push("listen.tls (TCP fallback)");
-      }
+      log.info("new {which} connections get the certificate from {path}", {
+        which: fallback ? "HTTP/3 and TCP fallback" : "HTTP/3",
+        path: tls.cert,
+      });
     }
     return { ok: true, restartRequired };
   });
 
-  let admin: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let admin: ConnectionServer | undefined;
   if (config.admin) {
     const app = createAdminApp({
       runtime,
@@ -318,11 +351,18 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       version: VERSION,
       token: config.admin.token,
     });
-    admin = Deno.serve({
+    const adminServer = startAdminListener({
       hostname: config.admin.address,
       port: config.admin.port,
-      onListen() {},
-    }, app.fetch);
+      handler: app.fetch,
+      limits: {
+        maxConnections: config.admin.max_connections,
+        headerTimeoutMs: config.admin.header_timeout_ms,
+        idleTimeoutMs: config.admin.idle_timeout_ms,
+      },
+    });
+    admin = adminServer;
+    metrics.tcpListeners.set("admin", () => adminServer.stats());
     console.log(`Admin listening on ${config.admin.address}:${admin.addr.port}`);
   }
 
@@ -342,18 +382,41 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   log.info("Draining connections ({reason})", { reason });
   const drainMs = runtime.config.limits.drain_timeout_ms;
   const drains: Promise<unknown>[] = [server.shutdown(drainMs)];
-  // Deno.serve's shutdown waits for every handler; past the drain bound the
-  // transport is closed below, which ends whatever a handler still waits on.
-  if (fallback) drains.push(settledWithin(fallback.shutdown(), drainMs));
+  // The fallback's shutdown waits for every handler; past the drain bound its
+  // connections are closed, and the transport is closed below, which ends
+  // whatever a handler still waits on.
+  if (fallback) {
+    const tcp = fallback;
+    drains.push(settledWithin(tcp.shutdown(), drainMs).then((done) => done || tcp.close()));
+  }
   await Promise.allSettled(drains);
   // Cancels every exchange still open with a backend (and ends the workers).
   await runtime.stop();
-  await settledWithin(admin?.shutdown() ?? Promise.resolve(), 1000);
+  if (admin && !(await settledWithin(admin.shutdown(), 1000))) admin.close();
   probeClient.close();
   sink.close();
   log.info("Shutdown complete");
   await teardownLogging();
   return 0;
+}
+
+/**
+ * Runs `bind`, turning its failure into one {@link ListenerStartError} that
+ * names the listener, its address and the keys that set it.
+ */
+function bindNamed(
+  listener: string,
+  hostname: string,
+  port: number,
+  keys: string,
+): <T>(bind: () => T) => T {
+  return (bind) => {
+    try {
+      return bind();
+    } catch (err) {
+      throw listenerStartError(listener, hostname, port, keys, err);
+    }
+  };
 }
 
 /**

@@ -433,6 +433,22 @@ export const LimitsConfigSchema = z.strictObject({
 });
 
 /**
+  /**
+   * Open connections of the TCP fallback; past it newcomers are closed at
+   * once. `auto`: as many as the open-files limit leaves room for (each
+   * takes three descriptors), at most 4096.
+   */
+  tcp_max_connections: z.union([
+    z.literal("auto"),
+    int(1, 1_000_000, "must be auto or a whole number from 1 to 1000000"),
+  ]).default("auto"),
+  /**
+   * A TCP fallback connection whose TLS handshake and first request head are
+   * not complete within this is closed, in milliseconds.
+   */
+  tcp_header_timeout_ms: positiveInt("milliseconds").default(10000),
+  /** A TCP fallback connection with no request in flight for this long is closed, in milliseconds. */
+  tcp_idle_timeout_ms: positiveInt("milliseconds").default(60000),
  * True when `address` can only be reached from this machine: an IPv4 address
  * in 127.0.0.0/8, `::1`, an IPv4-mapped loopback address (`::ffff:127.0.0.1`)
  * or the name `localhost`. Any other name may resolve to anything, so it
@@ -476,6 +492,12 @@ export const AdminConfigSchema = z.strictObject({
 }).superRefine((admin, ctx) => {
   const address = admin.address ?? "127.0.0.1";
   if (typeof address !== "string" || !isBindAddress(address)) return;
+  /** Open admin connections; past it newcomers are closed at once. */
+  max_connections: positiveInt().default(64),
+  /** An admin connection with no complete request head this long after it opened is closed, in ms. */
+  header_timeout_ms: positiveInt("milliseconds").default(10000),
+  /** An admin connection with no request in flight for this long is closed, in ms. */
+  idle_timeout_ms: positiveInt("milliseconds").default(60000),
   if (admin.token === undefined && !isLoopbackAddress(address)) {
     ctx.addIssue({ code: "custom", path: ["token"], message: ADMIN_TOKEN_REQUIRED });
   }

@@ -156,6 +156,12 @@ export interface LimitsConfig {
   network_prefix_v6: number;
   /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
   upstream_workers: "auto" | number;
+  /** Open TCP fallback connections: `auto` (what the open-files limit leaves room for, ≤ 4096) or a number. */
+  tcp_max_connections: "auto" | number;
+  /** TLS handshake and first request head of a TCP fallback connection, in milliseconds. */
+  tcp_header_timeout_ms: number;
+  /** A TCP fallback connection with no request in flight is closed after this, in milliseconds. */
+  tcp_idle_timeout_ms: number;
 }
 
 /** `admin`: the admin listener (`/health`, `/metrics`, `/admin/*`). */
@@ -166,6 +172,12 @@ export interface AdminConfig {
   port: number;
   /** With a token, mutating calls need `Authorization: Bearer <token>`. */
   token?: string;
+  /** Open admin connections; past it newcomers are closed at once. */
+  max_connections: number;
+  /** First request head of an admin connection, in milliseconds. */
+  header_timeout_ms: number;
+  /** An admin connection with no request in flight is closed after this, in milliseconds. */
+  idle_timeout_ms: number;
 }
 
 /** `passive_health`: outlier detection on live traffic. */

@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { TcpListenerView } from "./prometheus.ts";
 import { Histogram } from "./histogram.ts";
 
 /** Names of the spec's counters, in a fixed order. */
@@ -118,6 +119,12 @@ export class ProxyMetrics {
   /** Time from request to response headers, in seconds. */
   readonly latency = new Histogram();
   readonly #picks = new Map<string, number>();
+
+  /**
+   * The TCP listeners' connection counters, read at each scrape: main.ts
+   * registers one reader per listener (`tcp_fallback`, `admin`).
+   */
+  readonly tcpListeners = new Map<string, () => Omit<TcpListenerView, "listener">>();
 
   /** Counts a connection turned away by the admission limits. */
   recordRejected(reason: string): void {

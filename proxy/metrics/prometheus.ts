@@ -29,10 +29,27 @@ export interface MetricsView {
   activeStreams: number;
   /** Connections turned away by the admission limits, by reason. */
   rejectedConnections?: ReadonlyMap<string, number>;
+  /** The TCP listeners (TCP fallback, admin), each with its connection counters. */
+  tcpListeners?: ReadonlyArray<TcpListenerView>;
   version: string;
   uptimeSeconds: number;
   startTimeSeconds: number;
   residentBytes: number;
+}
+
+/** Connection counters of one TCP listener (see `shared/serve_connections.ts`). */
+export interface TcpListenerView {
+  /** `tcp_fallback` or `admin`. */
+  listener: string;
+  open: number;
+  /** Closed at once: the listener's connection cap was reached. */
+  refused: number;
+  /** Failed accepts (e.g. out of file descriptors). */
+  acceptErrors: number;
+  /** Closed without a complete request head (TLS handshake included) in time. */
+  headerTimeouts: number;
+  /** Closed after no request was in flight for the idle timeout. */
+  idleTimeouts: number;
 }
 
 /** Content type of the text exposition format. */
@@ -87,6 +104,15 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   connections_rejected_total: {
     type: "counter",
     help: "Connections turned away by the admission limits, by reason.",
+  },
+  tcp_connections_open: { type: "gauge", help: "Open connections of a TCP listener." },
+  tcp_connections_rejected_total: {
+    type: "counter",
+    help: "TCP connections closed at once or not taken, by listener and reason.",
+  },
+  tcp_connections_timeouts_total: {
+    type: "counter",
+    help: "TCP connections closed by a timeout, by listener and reason.",
   },
   uptime_seconds: { type: "gauge", help: "Seconds since the proxy started." },
   build_info: { type: "gauge", help: "Build information; the value is always 1." },
@@ -179,6 +205,20 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
     out.push(`${rejected}{reason="${reason}"} ${num(view.rejectedConnections?.get(reason) ?? 0)}`);
   }
   out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);
+  const tcp = view.tcpListeners ?? [];
+  const tcpLabel = (l: TcpListenerView) => `listener="${escapeLabel(l.listener)}"`;
+  name = family("tcp_connections_open");
+  for (const l of tcp) out.push(`${name}{${tcpLabel(l)}} ${num(l.open)}`);
+  name = family("tcp_connections_rejected_total");
+  for (const l of tcp) {
+    out.push(`${name}{${tcpLabel(l)},reason="max_connections"} ${num(l.refused)}`);
+    out.push(`${name}{${tcpLabel(l)},reason="accept_failed"} ${num(l.acceptErrors)}`);
+  }
+  name = family("tcp_connections_timeouts_total");
+  for (const l of tcp) {
+    out.push(`${name}{${tcpLabel(l)},reason="header"} ${num(l.headerTimeouts)}`);
+    out.push(`${name}{${tcpLabel(l)},reason="idle"} ${num(l.idleTimeouts)}`);
+  }
   out.push(`${family("build_info")}{version="${escapeLabel(view.version)}"} 1`);
   out.push(`${family("process_resident_memory_bytes")} ${num(view.residentBytes)}`);
   out.push(`${family("process_start_time_seconds")} ${num(view.startTimeSeconds)}`);
