@@ -132,3 +132,15 @@ Deno.test("closing releases every count; a closed entry stays released", () => {
   assert.equal(t.handshakes, 0);
   assert.ok(t.admit("b", "192.0.2.1").admitted);
 });
+
+Deno.test("past the handshake rate newcomers are turned away unseen, and the budget refills with time", () => {
+  const { table: t, clock } = table({ maxHandshakeRate: 300, maxHandshakes: 256 });
+  let allowed = 0;
+  for (let i = 0; i < 1000; i++) if (t.refuseUnseen() === undefined) allowed++;
+  assert.equal(allowed, 300); // one second's worth
+  assert.equal(t.refuseUnseen(), "handshake_rate");
+  clock.advance(100);
+  allowed = 0;
+  for (let i = 0; i < 1000; i++) if (t.refuseUnseen() === undefined) allowed++;
+  assert.equal(allowed, 30);
+});

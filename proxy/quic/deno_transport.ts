@@ -70,6 +70,8 @@ const EXCESSIVE_LOAD = 0x107;
  *
  * @example
  * ```ts
+ * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
+ * const key = await Deno.readTextFile(".dev/certs/key.pem");
  * const t = listenQuic({ hostname: "127.0.0.1", port: 0, cert, key });
  * const conn = await t.accept();
  * ```
@@ -137,10 +139,12 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
   const admit = (incoming: Deno.QuicIncoming) => {
     const refused = stopped ? "stopped" : table.refuseUnseen();
     if (refused !== undefined) {
-      // Refused without reading the address (reading it first would consume
-      // the incoming connection, DESIGN.md §2): a refusal is one small packet.
+      // Turned away without reading the address (reading it first would
+      // consume the incoming connection, DESIGN.md §2): a refusal is one small
+      // packet; past the handshake rate nothing is sent at all.
       try {
-        incoming.refuse();
+        if (refused === "handshake_rate") incoming.ignore();
+        else incoming.refuse();
       } catch {
         // already gone
       }

@@ -78,7 +78,9 @@ export interface QuicServerTransport {
  * `maxPerAddress`), `handshakes`, `address_handshakes` and
  * `network_handshakes` (the oldest unfinished handshake of the whole table, of
  * the address group, or of the network was closed to make room for a
- * newcomer), `handshake_timeout` (not complete within its deadline).
+ * newcomer), `handshake_timeout` (not complete within its deadline),
+ * `handshake_rate` (an Initial ignored unseen: more new handshakes per second
+ * than `maxHandshakeRate`).
  */
 export const REJECT_REASONS = [
   "handshakes",
@@ -87,6 +89,7 @@ export const REJECT_REASONS = [
   "handshake_timeout",
   "address_handshakes",
   "network_handshakes",
+  "handshake_rate",
 ] as const;
 
 /** One of {@link REJECT_REASONS}. */
