@@ -24,7 +24,6 @@
  */
 
 import { configure, type LogLevel, type LogRecord, reset, type Sink } from "@logtape/logtape";
-import { getFileSink } from "@logtape/file";
 import {
   CREDIT_CARD_NUMBER_PATTERN,
   JWT_PATTERN,
@@ -375,6 +374,8 @@ export async function setupLogging(opts: LoggingOptions): Promise<void> {
   } else if (opts.file?.enabled) {
     const path = resolveLogFilePath(opts.service, opts.file.path);
     prepareLogFile(path);
+    // Loaded only when a file is asked for: it is not on the default start path.
+    const { getFileSink } = await import("@logtape/file");
     base = getFileSink(path, { formatter: (record) => redactedFormatLine(record) + "\n" });
   } else {
     base = (record) => writeStderr(redactedFormatLine(record));
