@@ -227,6 +227,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       maxPerAddress: config.limits.max_connections_per_address,
       maxHandshakesPerAddress: config.limits.max_handshakes_per_address,
       maxHandshakesPerNetwork: config.limits.max_handshakes_per_network,
+      maxHandshakeRate: config.limits.max_handshake_rate,
       addressPrefix: { v4: config.limits.address_prefix_v4, v6: config.limits.address_prefix_v6 },
       networkPrefix: { v4: config.limits.network_prefix_v4, v6: config.limits.network_prefix_v6 },
     },

@@ -146,6 +146,8 @@ export interface LimitsConfig {
   max_handshakes_per_address: number;
   /** Unfinished handshakes from one network. */
   max_handshakes_per_network: number;
+  /** New QUIC handshakes accepted per second. */
+  max_handshake_rate: number;
   /** IPv4 prefix length of an address group. */
   address_prefix_v4: number;
   /** IPv6 prefix length of an address group. */

@@ -194,3 +194,34 @@ Deno.test("#24.3: a flood from one network sheds that network's handshakes and l
     await be.close();
   }
 });
+
+Deno.test("#24.3: past limits.max_handshake_rate Initials are ignored unseen and counted; newcomers get in once it passes", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(faultConfig([be.address], {
+    extra:
+      "admin: {address: 127.0.0.1, port: 0}\nlog: {level: warn, access: false}\nlimits: {max_handshake_rate: 50}",
+  }));
+  const ca = await Deno.readTextFile((await testCerts()).caPath);
+  const before = await rejected(proxy.adminPort!);
+  const flood = floodInitials({
+    hostname: "127.0.0.1",
+    port: proxy.port,
+    sources: spreadSources(20),
+    count: 900,
+    rate: 300,
+    maxDurationMs: 15_000,
+  });
+  try {
+    await flood.done;
+    const after = await rejected(proxy.adminPort!);
+    const shed = (r: string) => (after.get(r) ?? 0) - (before.get(r) ?? 0);
+    // 900 Initials against a budget of 256 (the burst) + 50/s: most are ignored.
+    assert.ok(shed("handshake_rate") >= 300, `handshake_rate=${shed("handshake_rate")}`);
+    await sleep(1000); // the budget refills
+    assert.notEqual(await handshake(proxy.port, ca, 5000), undefined);
+  } finally {
+    await flood.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
