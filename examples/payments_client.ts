@@ -61,6 +61,9 @@ export interface CreatedCharge {
  *
  * @example
  * ```ts
+ * import type { ChargeInput } from "../shared/payments_schemas.ts";
+ * declare const card: ChargeInput["card"];
+ *
  * const api = new PaymentsClient({ baseUrl: "http://127.0.0.1:8081/vendor/v4", token: "dev" });
  * const { charge, requestId } = await api.createCharge({ amount: "10.00", currency: "USD", card });
  * await api.capture(charge.id, {});

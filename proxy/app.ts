@@ -58,6 +58,10 @@ const NOT_FORWARDED = new Set(["TRACE", "TRACK", "CONNECT"]);
  *
  * @example
  * ```ts
+ * declare const config: ProxyAppDeps["config"];
+ * declare const transport: ProxyAppDeps["transport"];
+ * declare const health: ProxyAppDeps["health"];
+ * declare const metrics: ProxyAppDeps["metrics"];
  * const handler = createProxyApp({ config, transport, health, metrics });
  * ```
  */

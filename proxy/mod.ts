@@ -7,12 +7,16 @@
  *
  * @example
  * ```ts
- * import { ProxyRuntime } from "./mod.ts";
+ * import { ProxyRuntime, type RuntimeOptions } from "./mod.ts";
  * import { loadConfig } from "./config/mod.ts";
+ * import { USER_AGENT } from "../shared/version.ts";
+ * declare const transport: RuntimeOptions["transport"];
+ * declare const probeFetch: RuntimeOptions["probeFetch"];
  *
  * const loaded = await loadConfig("examples/proxy.yaml");
  * if (loaded.ok) {
- *   const runtime = new ProxyRuntime(loaded.config, { userAgent, transport, probeFetch });
+ *   const options = { userAgent: USER_AGENT, transport, probeFetch };
+ *   const runtime = new ProxyRuntime(loaded.config, options);
  *   runtime.start();
  * }
  * ```

@@ -65,6 +65,10 @@ interface Generation {
  *
  * @example
  * ```ts
+ * import type { Config } from "./config/mod.ts";
+ * declare const running: Config;
+ * declare const next: Config;
+ *
  * restartRequired(running, next); // ["listen.port", "limits.max_connections"]
  * ```
  */
@@ -96,9 +100,26 @@ const RESTART_LISTEN = [
  *
  * @example
  * ```ts
- * const runtime = new ProxyRuntime(config, { userAgent, transport, probeFetch });
+ * import type { Config } from "./config/mod.ts";
+ * import type { QuicServerTransport } from "./quic/mod.ts";
+ * import { H3Server } from "./server/mod.ts";
+ * import { USER_AGENT } from "../shared/version.ts";
+ * declare const config: Config;
+ * declare const newConfig: Config;
+ * declare const transport: RuntimeOptions["transport"];
+ * declare const probeFetch: RuntimeOptions["probeFetch"];
+ * declare const quic: QuicServerTransport;
+ *
+ * const runtime = new ProxyRuntime(config, { userAgent: USER_AGENT, transport, probeFetch });
  * runtime.start();
- * const server = new H3Server(transport, { handler: runtime.handler, ... });
+ * const server = new H3Server(quic, {
+ *   handler: runtime.handler,
+ *   maxFieldSectionSize: config.limits.max_header_list_size,
+ *   maxRequestBodyBytes: config.limits.max_request_body_bytes,
+ *   qpackMaxTableCapacity: 4096,
+ *   qpackBlockedStreams: 16,
+ * });
+ * server.start();
  * await runtime.reload(newConfig); // routes, pools, weights and checks swap
  * ```
  */

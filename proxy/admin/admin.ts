@@ -25,6 +25,7 @@ export type AdminRuntime = Pick<
 
 /** What the admin application needs. */
 export interface AdminDeps {
+  /** The live runtime: backends, weights, metrics. */
   runtime: AdminRuntime;
   /** Open connections of the HTTP/3 listener. */
   connections(): ConnectionInfo[];
@@ -32,6 +33,7 @@ export interface AdminDeps {
   reload(): Promise<ReloadOutcome>;
   /** Starts a graceful shutdown (as SIGTERM does). */
   drain(): void;
+  /** Product version reported by `/health` and the `/metrics` build info. */
   version: string;
   /** `admin.token`: when set, every `/admin/` call needs it as a bearer token. */
   token?: string;
@@ -55,6 +57,7 @@ function errorBody(c: Context, status: 400 | 401 | 404 | 409, error: string, mes
  *
  * @example
  * ```ts
+ * declare const deps: AdminDeps;
  * Deno.serve({ hostname: "127.0.0.1", port: 9901 }, createAdminApp(deps).fetch);
  * ```
  */

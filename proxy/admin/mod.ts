@@ -5,8 +5,12 @@
  *
  * @example
  * ```ts
- * import { createAdminApp } from "./mod.ts";
+ * import { type AdminDeps, createAdminApp } from "./mod.ts";
  *
+ * declare const runtime: AdminDeps["runtime"];
+ * declare const connections: AdminDeps["connections"];
+ * declare const reload: AdminDeps["reload"];
+ * declare const drain: AdminDeps["drain"];
  * const app = createAdminApp({ runtime, connections, reload, drain, version: "1.0.0" });
  * Deno.serve({ hostname: "127.0.0.1", port: 9890 }, app.fetch);
  * ```

@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts
+ * declare function loadAndApply(): Promise<void>;
  * const reload = serialRuns(() => loadAndApply());
  * await Promise.all([reload(), reload(), reload()]); // two runs, not three
  * ```

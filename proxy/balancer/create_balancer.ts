@@ -24,6 +24,10 @@ import {
  * @throws {BalancerConfigError} for an unknown type or a bad `key`.
  * @example
  * ```ts
+ * import type { BalanceRequest } from "./types.ts";
+ * declare const req: BalanceRequest;
+ * declare const checker: { isHealthy(id: string): boolean };
+ *
  * const lb = createBalancer({ type: "consistent-hash", key: "cookie:sid" }, [
  *   { id: "a", address: "10.0.0.1:8080", weight: 100 },
  *   { id: "b", address: "10.0.0.2:8080", weight: 100 },

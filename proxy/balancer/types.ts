@@ -31,9 +31,14 @@ export interface BalanceRequest {
  *
  * @example
  * ```ts
+ * declare const balancer: Balancer;
+ * declare const req: BalanceRequest;
+ * declare const health: { isHealthy(id: string): boolean };
+ *
  * const order = balancer.candidates(req, (id) => health.isHealthy(id));
- * if (order.length === 0) return respond503();
- * const [chosen, ...retries] = order;
+ * if (order.length > 0) {
+ *   const [chosen, ...retries] = order; // empty: answer 503
+ * }
  * ```
  */
 export interface Balancer {

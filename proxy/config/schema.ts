@@ -13,7 +13,10 @@
  *
  * @example
  * ```ts
+ * import { parse } from "yaml";
  * import { ConfigSchema } from "./schema.ts";
+ *
+ * const yamlValue: unknown = parse(await Deno.readTextFile("examples/proxy.yaml"));
  * const result = ConfigSchema.safeParse(yamlValue);
  * if (result.success) console.log(result.data.listen.port);
  * ```

@@ -113,10 +113,17 @@ interface Target {
  *
  * @example
  * ```ts
+ * import { USER_AGENT } from "../../shared/version.ts";
+ * import type { Config } from "../config/mod.ts";
+ * import type { BalanceRequest, Balancer } from "../balancer/mod.ts";
+ * declare const config: Config;
+ * declare const balancer: Balancer;
+ * declare const req: BalanceRequest;
+ *
  * const checker = new HealthChecker({
  *   backends: config.upstream.api.backends,
  *   userAgent: USER_AGENT,
- *   onTransition: (ev) => metrics.backendHealth(ev.id, ev.to),
+ *   onTransition: (ev) => console.log(`${ev.id}: ${ev.from} -> ${ev.to}`),
  * });
  * checker.start();
  * const order = balancer.candidates(req, (id) => checker.isHealthy(id));

@@ -152,6 +152,7 @@ function classesOf(set: CounterSet): StatusClass[] {
  *
  * @example
  * ```ts
+ * declare const view: MetricsView;
  * const text = renderPrometheus(view); // "# HELP spooky_requests_total ..."
  * ```
  */

@@ -100,6 +100,9 @@ export class MemoryConnection implements QuicConnection {
  *
  * @example
  * ```ts
+ * import { type ConnectionOptions, H3Connection } from "../server/mod.ts";
+ * declare const opts: ConnectionOptions;
+ *
  * const { client, server } = memoryConnectionPair();
  * const h3 = new H3Connection(server, opts);
  * h3.serve();

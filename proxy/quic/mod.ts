@@ -9,6 +9,8 @@
  * ```ts
  * import { listenQuic } from "./mod.ts";
  *
+ * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
+ * const key = await Deno.readTextFile(".dev/certs/key.pem");
  * const transport = listenQuic({ hostname: "127.0.0.1", port: 0, cert, key,
  *   limits: { handshakeTimeoutMs: 5_000, maxPerAddress: 32 } });
  * const conn = await transport.accept();

@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const stream: { readable: ReadableStream<Uint8Array> };
  * const reader = chunkReader(stream.readable);
  * const first = await reader.read();
  * ```

@@ -48,6 +48,11 @@ interface BlockedWaiter {
  *
  * @example
  * ```ts
+ * import type { QuicConnection } from "../quic/mod.ts";
+ * import type { RequestHandler } from "./types.ts";
+ * declare const conn: QuicConnection;
+ * declare const handler: RequestHandler;
+ *
  * const h3 = new H3Connection(conn, { handler, maxFieldSectionSize: 65536,
  *   qpackMaxTableCapacity: 4096, qpackBlockedStreams: 16, maxRequestBodyBytes: 2 ** 31 });
  * await h3.serve();

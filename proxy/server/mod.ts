@@ -8,8 +8,16 @@
  * import { H3Server, type RequestHandler } from "./mod.ts";
  * import { listenQuic } from "../quic/deno_transport.ts";
  *
- * const handler: RequestHandler = async () => ({ status: 200, headers: [], body: null });
- * const server = new H3Server(listenQuic({ hostname: "::", port: 9889, cert, key }), { handler });
+ * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
+ * const key = await Deno.readTextFile(".dev/certs/key.pem");
+ * const handler: RequestHandler = () => Promise.resolve({ status: 200, headers: [], body: null });
+ * const server = new H3Server(listenQuic({ hostname: "::", port: 9889, cert, key }), {
+ *   handler,
+ *   maxFieldSectionSize: 16_384,
+ *   maxRequestBodyBytes: 10 * 1024 * 1024,
+ *   qpackMaxTableCapacity: 4096,
+ *   qpackBlockedStreams: 16,
+ * });
  * server.start();
  * await server.shutdown(10_000);
  * ```

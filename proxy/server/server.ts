@@ -38,7 +38,12 @@ export interface ConnectionInfo {
  *
  * @example
  * ```ts
- * const server = new H3Server(listenQuic({ ... }), { handler, ... });
+ * import { listenQuic } from "../quic/mod.ts";
+ * declare const opts: H3ServerOptions;
+ * declare const cert: string;
+ * declare const key: string;
+ *
+ * const server = new H3Server(listenQuic({ hostname: "::", port: 9889, cert, key }), opts);
  * server.start();
  * await server.shutdown(10_000);
  * ```

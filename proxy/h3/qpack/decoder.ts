@@ -203,10 +203,15 @@ interface PendingSection {
  *
  * @example
  * ```ts
+ * declare const bytesFromPeerEncoderStream: Uint8Array;
+ * declare const headersFramePayload: Uint8Array;
+ *
  * const dec = new QpackDecoder({ maxTableCapacity: 4096, maxBlockedStreams: 16 });
  * const ready = dec.pushEncoderStream(bytesFromPeerEncoderStream); // sections now unblocked
  * const fields = dec.decodeSection(0, headersFramePayload);
- * if (fields !== BLOCKED) { ... }
+ * if (fields !== BLOCKED) {
+ *   for (const [name, value] of fields) console.log(name, value);
+ * }
  * const out = dec.takeDecoderStreamBytes(); // write on our decoder stream if non-null
  * ```
  */

@@ -26,6 +26,8 @@ const DECODER_STREAM = H3Code.QPACK_DECODER_STREAM_ERROR;
  *
  * @example
  * ```ts
+ * declare const bytesFromPeerDecoderStream: Uint8Array;
+ *
  * const enc = new QpackEncoder();
  * const block = enc.encodeSection([[":status", "200"], ["content-type", "text/plain"]]);
  * enc.pushDecoderStream(bytesFromPeerDecoderStream); // validates the peer's feedback
