@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { createApp } from "./app.ts";
+import { createApp, type PaymentsDeps } from "./app.ts";
 
 /** Fixed test time: 2026-06-15T12:00:00Z. */
 export const TEST_NOW = new Date("2026-06-15T12:00:00.000Z");
@@ -50,13 +50,14 @@ export interface Harness {
 /** Build a harness over an open (in-memory) KV; `close()` closes it. */
 export function harness(
   kv: Deno.Kv,
-  opts: { basePaths?: string[]; now?: () => Date } = {},
+  opts: { basePaths?: string[]; now?: () => Date; deps?: Partial<PaymentsDeps> } = {},
 ): Harness {
   const app = createApp({
     kv,
     tokens: [TEST_TOKEN, "second-token"],
     basePaths: opts.basePaths,
     now: opts.now ?? (() => TEST_NOW),
+    ...opts.deps,
   });
   return {
     app,
