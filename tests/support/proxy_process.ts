@@ -118,6 +118,15 @@ async function collectLines(
   if (buf) into.push(buf);
 }
 
+/** Options of {@link startProxy}. */
+export interface StartProxyOptions {
+  /**
+   * A command the proxy runs under, e.g. `["prlimit", "--nofile=256", "--"]`
+   * (it must exec the proxy, so that `pid` stays the proxy's).
+   */
+  wrap?: string[];
+}
+
 /**
  * Starts the proxy with a YAML config (see {@link writeConfig}) and waits for
  * `Listening on <address>:<port>`.
@@ -125,10 +134,15 @@ async function collectLines(
 export async function startProxy(
   yaml: string,
   env: Record<string, string> = {},
+  opts: StartProxyOptions = {},
 ): Promise<ProxyProcess> {
   const path = await writeConfig(yaml);
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "-c", path],
+  const proxyArgs = ["run", "-A", MAIN, "-c", path];
+  const [cmd, ...args] = opts.wrap?.length
+    ? [...opts.wrap, Deno.execPath(), ...proxyArgs]
+    : [Deno.execPath(), ...proxyArgs];
+  const child = new Deno.Command(cmd, {
+    args,
     stdout: "piped",
     stderr: "piped",
     stdin: "null",
