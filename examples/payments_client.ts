@@ -126,9 +126,20 @@ export class PaymentsClient {
     ))
       .data;
   }
-  /** List cards, newest first. */
-  async listCards(customerId: string): Promise<S.Card[]> {
-    return (await this.#call(S.CardList, "GET", `/customers/${this.#e(customerId)}/cards`)).data;
+  /** Store the card a one-time card token stands for (the token is spent). */
+  async createCardFromToken(
+    customerId: string,
+    token: string,
+    o?: CallOptions,
+  ): Promise<S.CardCreated> {
+    const path = `/customers/${this.#e(customerId)}/cards/createFromToken`;
+    return (await this.#call(S.CardCreated, "POST", path, { value: token }, o)).data;
+  }
+  /** List cards, newest first (at most `count`). */
+  async listCards(customerId: string, count?: number): Promise<S.Card[]> {
+    const q = count === undefined ? "" : `?count=${count}`;
+    return (await this.#call(S.CardList, "GET", `/customers/${this.#e(customerId)}/cards${q}`))
+      .data;
   }
   /** Delete a card. */
   async deleteCard(customerId: string, cardId: string): Promise<S.CardDeleted> {
@@ -149,9 +160,19 @@ export class PaymentsClient {
     const path = `/customers/${this.#e(customerId)}/bank-accounts/${this.#e(id)}`;
     return (await this.#call(S.BankAccount, "GET", path)).data;
   }
-  /** List bank accounts. */
-  async listBankAccounts(customerId: string): Promise<S.BankAccount[]> {
-    const path = `/customers/${this.#e(customerId)}/bank-accounts`;
+  /** Store the bank account a one-time bank-account token stands for (the token is spent). */
+  async createBankAccountFromToken(
+    customerId: string,
+    token: string,
+    o?: CallOptions,
+  ): Promise<S.BankAccount> {
+    const path = `/customers/${this.#e(customerId)}/bank-accounts/createFromToken`;
+    return (await this.#call(S.BankAccount, "POST", path, { value: token }, o)).data;
+  }
+  /** List bank accounts, newest first (at most `count`). */
+  async listBankAccounts(customerId: string, count?: number): Promise<S.BankAccount[]> {
+    const q = count === undefined ? "" : `?count=${count}`;
+    const path = `/customers/${this.#e(customerId)}/bank-accounts${q}`;
     return (await this.#call(S.BankAccountList, "GET", path)).data;
   }
   /** Delete a bank account. */
@@ -195,6 +216,16 @@ export class PaymentsClient {
   /** Create an e-check. */
   async createECheck(input: S.ECheckInput, o?: CallOptions): Promise<S.ECheck> {
     return (await this.#call(S.ECheck, "POST", "/payments/echecks", input, o)).data;
+  }
+  /** Refund an e-check (total ≤ its amount). */
+  async refundECheck(id: string, input: S.AdjustInput = {}, o?: CallOptions): Promise<S.Refund> {
+    const path = `/payments/echecks/${this.#e(id)}/refunds`;
+    return (await this.#call(S.Refund, "POST", path, input, o)).data;
+  }
+  /** Read a refund of an e-check. */
+  async getECheckRefund(echeckId: string, refundId: string): Promise<S.Refund> {
+    const path = `/payments/echecks/${this.#e(echeckId)}/refunds/${this.#e(refundId)}`;
+    return (await this.#call(S.Refund, "GET", path)).data;
   }
   /** Read an e-check. */
   async getECheck(id: string): Promise<S.ECheck> {

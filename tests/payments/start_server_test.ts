@@ -13,7 +13,7 @@ Deno.test("startPaymentsServer: port 0, generated token, h2c, shutdown closes ev
     assert.ok(srv.port > 0);
     assert.equal(srv.generatedToken, true);
     assert.ok(srv.token.length >= 40);
-    assert.deepEqual(srv.basePaths, ["/vendor/v4"]);
+    assert.deepEqual(srv.basePaths, ["/quickbooks/v4", "/vendor/v4"]);
     const ok = await fetch(`${srv.url}/vendor/v4/customers/c/cards`, {
       client,
       headers: { authorization: `Bearer ${srv.token}` },
