@@ -17,6 +17,7 @@ import { serialRuns } from "./admin/serial.ts";
 import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig, type TlsPairProblem, type TlsPem } from "./config/mod.ts";
 import { listenQuic } from "./quic/deno_transport.ts";
+import { readReceiveBufferSysctl, readUdpStats, receiveBufferWarning } from "./quic/udp_stats.ts";
 import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
@@ -239,11 +240,16 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     config.listen.port,
     "listen.address, listen.port",
   )(() => listenQuic(quicOptions));
+  // Deno cannot size the QUIC socket's receive buffer: it gets rmem_default.
+  const receiveBuffer = readReceiveBufferSysctl();
+  const bufferWarning = receiveBufferWarning(receiveBuffer);
+  if (bufferWarning) log.warn(bufferWarning);
   const server = new H3Server(transport, {
     handler: runtime.handler,
     maxFieldSectionSize: config.limits.max_header_list_size,
     maxRequestBodyBytes: config.limits.max_request_body_bytes,
     requestIdleTimeoutMs: config.limits.request_idle_timeout_ms,
+    maxBackendStreamsPerConnection: config.limits.max_backend_streams_per_connection,
     qpackMaxTableCapacity: QPACK_MAX_TABLE_CAPACITY,
     qpackBlockedStreams: QPACK_BLOCKED_STREAMS,
     hooks: {
