@@ -131,6 +131,19 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       return Promise.resolve(refuse(req, 404, "not_found", "no route matches this request"));
     }
     const pool = pools.get(poolName)!;
+    // One client connection may hold only so many of the pool's backend
+    // streams: the rest are refused at once, never sent.
+    if (req.claimBackendStream !== undefined && !req.claimBackendStream(pool.name)) {
+      return Promise.resolve(
+        refuse(
+          req,
+          503,
+          "backend_share_exceeded",
+          `this connection already has its limit of requests in flight to pool ${pool.name} ` +
+            "(limits.max_backend_streams_per_connection)",
+        ),
+      );
+    }
     const balanceReq: BalanceRequest = {
       path,
       header(name: string): string | null {

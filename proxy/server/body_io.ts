@@ -83,6 +83,14 @@ export class ResponseIdleTimeout extends Error {
   }
 }
 
+/** The client accepted none of the response body for longer than the idle timeout. */
+export class ResponseWriteStall extends Error {
+  constructor(ms: number) {
+    super(`the client accepted no response data for ${ms} ms`);
+    this.name = "ResponseWriteStall";
+  }
+}
+
 /** Room kept in front of each read for the DATA frame header (type + length varints). */
 const FRAME_HEADER_ROOM = 8;
 /** Size of the buffer a response body is read into. */
@@ -201,7 +209,21 @@ export type BodyOutcome =
   /** Complete: the caller closes the stream cleanly. */
   | { kind: "complete"; bytes: number }
   /** The body broke or stalled: the caller must end the response as malformed. */
-  | { kind: "broken"; bytes: number; error: unknown };
+  | { kind: "broken"; bytes: number; error: unknown }
+  /**
+   * The client took none of it for `idleMs` (flow control): the source is
+   * cancelled (its backend stream reset); a write is stuck, so nothing more
+   * can be sent on the stream and the caller must drop it.
+   */
+  | { kind: "stalled"; bytes: number; error: ResponseWriteStall };
+
+/** What {@link pipeBody} tells while it waits on the source (see `cancel_probe.ts`). */
+export interface SourceWait {
+  /** Writing to the client: not waiting on the source. */
+  pause(): void;
+  /** Waiting on the source again. */
+  resume(): void;
+}
 
 /**
  * Writes a streamed body as DATA frames, each after the previous one was
@@ -209,13 +231,19 @@ export type BodyOutcome =
  * aborts (the client or the connection went away: the write side is dead,
  * so this rejects), and reports the body as broken when the source fails or
  * sends nothing for `idleMs`: the caller then marks the response malformed
- * rather than letting a truncated body look complete.
+ * rather than letting a truncated body look complete. A write the client
+ * does not take within `idleMs` (it grants no flow-control credit) ends it
+ * as stalled and cancels the source, so that a client that never reads
+ * holds neither a backend stream nor its buffers past that bound.
+ * `waiting`, if given, is resumed while the next chunk is awaited from the
+ * source and paused while writing.
  */
 export async function pipeBody(
   writer: WritableStreamDefaultWriter<Uint8Array>,
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
   idleMs: number,
+  waiting?: SourceWait,
 ): Promise<BodyOutcome> {
   const reader = dataFrameReader(body);
   let bytes = 0;
@@ -226,16 +254,25 @@ export async function pipeBody(
   try {
     for (;;) {
       let frame: Uint8Array | null;
+      waiting?.resume();
       try {
         frame = await deadline(reader.next(), idleMs, () => new ResponseIdleTimeout(idleMs));
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         reader.cancel(error);
         return { kind: "broken", bytes, error };
+      } finally {
+        waiting?.pause();
       }
       if (signal.aborted) throw signal.reason;
       if (frame === null) return { kind: "complete", bytes };
-      await writer.write(frame);
+      try {
+        await deadline(writer.write(frame), idleMs, () => new ResponseWriteStall(idleMs));
+      } catch (error) {
+        if (!(error instanceof ResponseWriteStall) || signal.aborted) throw error;
+        reader.cancel(error);
+        return { kind: "stalled", bytes, error };
+      }
       bytes += reader.payload;
       reader.written();
     }

@@ -88,3 +88,33 @@ Deno.test("pipeBody: a body that breaks mid-way is reported broken with the byte
   assert.equal(outcome.kind, "broken");
   assert.equal(outcome.bytes, 1000);
 });
+
+Deno.test("pipeBody: a client that takes no write for idleMs ends it as stalled and cancels the source (backend stream reset)", async () => {
+  let cancelled: unknown = null;
+  let pulled = 0;
+  const source = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulled++;
+      c.enqueue(new Uint8Array(1000));
+    },
+    cancel(reason) {
+      cancelled = reason;
+    },
+  }, { highWaterMark: 0 });
+  // The first write is taken; every later one waits forever (no flow-control credit).
+  let writes = 0;
+  const ws = new WritableStream<Uint8Array>({
+    write: () => writes++ === 0 ? Promise.resolve() : new Promise<void>(() => {}),
+  }, { highWaterMark: 1 });
+  const waits: string[] = [];
+  const outcome = await pipeBody(ws.getWriter(), source, new AbortController().signal, 100, {
+    pause: () => waits.push("pause"),
+    resume: () => waits.push("resume"),
+  });
+  assert.equal(outcome.kind, "stalled");
+  assert.equal(outcome.bytes, 1000);
+  assert.ok(cancelled instanceof Error && /accepted no response data/.test(cancelled.message));
+  assert.ok(pulled <= 3, `pulled ${pulled} chunks from the source for a stalled client`);
+  // Waiting on the source is reported around each read, never during a write.
+  assert.deepEqual(waits.slice(0, 4), ["resume", "pause", "resume", "pause"]);
+});

@@ -70,6 +70,9 @@ export class H3Connection implements StreamContext {
   /** Requests being served, with the abort that ends each when the connection closes. */
   readonly #inflight = new Map<Promise<void>, AbortController>();
   readonly #peerStreams = new UniStreamRegistry("client");
+  /** Pool each request stream has claimed, and the claims per pool. */
+  readonly #claims = new Map<number, string>();
+  readonly #claimsPerKey = new Map<string, number>();
   // Our critical streams: keep the writers for the connection's whole life
   // (a collected QuicSendStream is closed, DESIGN.md §2).
   #control?: WritableStreamDefaultWriter<Uint8Array>;
@@ -319,6 +322,7 @@ export class H3Connection implements StreamContext {
       .catch((err) => this.#fail(err))
       .finally(() => {
         this.#inflight.delete(p);
+        this.#releaseClaim(id);
         hooks?.streamClosed?.();
       });
     this.#inflight.set(p, abort);
@@ -351,6 +355,29 @@ export class H3Connection implements StreamContext {
     this.#blocked.delete(streamId);
     this.#qdec.cancelStream(streamId);
     this.#flushDecoderStream();
+  }
+
+  /**
+   * {@link StreamContext.claimBackendStream}: at most
+   * `maxBackendStreamsPerConnection` requests of this connection in flight
+   * to one pool, so that one client cannot take all of a backend's streams.
+   */
+  claimBackendStream(streamId: number, key: string): boolean {
+    if (this.#claims.has(streamId)) return this.#claims.get(streamId) === key;
+    const n = this.#claimsPerKey.get(key) ?? 0;
+    if (n >= (this.opts.maxBackendStreamsPerConnection ?? Infinity)) return false;
+    this.#claimsPerKey.set(key, n + 1);
+    this.#claims.set(streamId, key);
+    return true;
+  }
+
+  #releaseClaim(streamId: number): void {
+    const key = this.#claims.get(streamId);
+    if (key === undefined) return;
+    this.#claims.delete(streamId);
+    const n = (this.#claimsPerKey.get(key) ?? 1) - 1;
+    if (n === 0) this.#claimsPerKey.delete(key);
+    else this.#claimsPerKey.set(key, n);
   }
 
   /** {@link StreamContext.encodeSection}. */

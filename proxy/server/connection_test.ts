@@ -360,3 +360,35 @@ Deno.test("RFC 9114 §5.2: goaway() sends GOAWAY, finishes in-flight requests, t
   await closing;
   await served;
 });
+
+Deno.test("per-connection share: a second request to a pool past maxBackendStreamsPerConnection is refused; the claim is freed when the first is done", async () => {
+  const { client, server } = memoryConnectionPair();
+  const release = Promise.withResolvers<void>();
+  const claims: boolean[] = [];
+  const h3 = new H3Connection(server, {
+    handler: async (req) => {
+      const ok = req.claimBackendStream?.("api") ?? true;
+      claims.push(ok);
+      if (!ok) return { status: 503, headers: [], body: null };
+      if (req.head.path === "/hold") await release.promise;
+      return { status: 200, headers: [], body: null };
+    },
+    maxFieldSectionSize: 16384,
+    qpackMaxTableCapacity: 0,
+    qpackBlockedStreams: 0,
+    maxRequestBodyBytes: 1000,
+    maxBackendStreamsPerConnection: 1,
+  });
+  const served = h3.serve();
+  await openControl(client);
+  const path = (p: string) => GET.map(([n, v]) => [n, n === ":path" ? p : v] as [string, string]);
+  const held = exchange(client, request(path("/hold")));
+  while (claims.length === 0) await new Promise((r) => setTimeout(r, 5));
+  assert.equal((await exchange(client, request(path("/second")))).status, 503);
+  release.resolve();
+  assert.equal((await held).status, 200);
+  assert.equal((await exchange(client, request(path("/third")))).status, 200);
+  assert.deepEqual(claims, [true, false, true]);
+  client.close();
+  await served;
+});

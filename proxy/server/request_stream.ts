@@ -32,7 +32,14 @@ import {
   validateTrailerFields,
 } from "../h3/mod.ts";
 import type { BidiStream, PeerAddr } from "../quic/transport.ts";
-import { chunkReader, pipeBody, RequestBodyTooLarge, RequestIdleTimeout } from "./body_io.ts";
+import {
+  chunkReader,
+  pipeBody,
+  RequestBodyTooLarge,
+  RequestIdleTimeout,
+  ResponseWriteStall,
+} from "./body_io.ts";
+import { cancelProbe } from "./cancel_probe.ts";
 import { errorResponse } from "./error_response.ts";
 import type { ConnectionOptions, IncomingRequest, OutgoingResponse } from "./types.ts";
 
@@ -55,6 +62,12 @@ export interface StreamContext {
   cancelBlocked(streamId: number): void;
   /** QPACK-encodes a field section. */
   encodeSection(fields: Array<[string, string]>): Uint8Array;
+  /**
+   * Counts stream `streamId` against `key` (a pool) until the stream is
+   * done, unless the connection already has its limit on `key` (then
+   * false). Absent: no per-connection limit.
+   */
+  claimBackendStream?(streamId: number, key: string): boolean;
 }
 
 /**
@@ -172,7 +185,19 @@ export async function serveRequest(
       const body = ended
         ? null
         : requestBody(nextEvent, decode, declared, opts.maxRequestBodyBytes, bodyFailure, abort);
-      const req: IncomingRequest = { head, body, remote: ctx.remote, signal: abort.signal };
+      const req: IncomingRequest = {
+        head,
+        body,
+        remote: ctx.remote,
+        signal: abort.signal,
+        claimBackendStream: ctx.claimBackendStream
+          ? (key) => ctx.claimBackendStream!(streamId, key)
+          : undefined,
+      };
+      // Nothing is written while the backend is asked: probe the stream so
+      // that a client's STOP_SENDING aborts the request (and resets the
+      // backend stream) without waiting for the answer.
+      const probe = cancelProbe.watch(writer);
       try {
         response = await opts.handler(req);
       } catch (err) {
@@ -181,6 +206,8 @@ export async function serveRequest(
           log.error("handler failed: {error}", { error: String(err) });
         }
         response = errorResponse(500, "internal_error", "internal proxy error");
+      } finally {
+        probe.stop();
       }
       // A failure of the client's own body outranks what the backend said.
       if (bodyFailure.error !== undefined) throw bodyFailure.error;
@@ -339,16 +366,33 @@ async function writeResponse(
     body = null;
   }
   let bytes = 0;
+  // A client that grants no flow-control credit holds a write forever: bounded.
+  const write = (bytes: Uint8Array) =>
+    deadline(writer.write(bytes), idleMs, () => new ResponseWriteStall(idleMs));
   try {
     if (body === null || noBody) {
-      await writer.write(encodeFrame(FrameType.HEADERS, block));
+      await write(encodeFrame(FrameType.HEADERS, block));
     } else if (body instanceof Uint8Array) {
-      await writer.write(encodeHeadersAndData(block, body));
+      await write(encodeHeadersAndData(block, body));
       bytes = body.length;
     } else {
-      await writer.write(encodeFrame(FrameType.HEADERS, block));
-      const outcome = await pipeBody(writer, body, signal, idleMs);
+      await write(encodeFrame(FrameType.HEADERS, block));
+      // While the backend's body is awaited nothing is written either.
+      const probe = cancelProbe.watch(writer, true);
+      let outcome;
+      try {
+        outcome = await pipeBody(writer, body, signal, idleMs, probe);
+      } finally {
+        probe.stop();
+      }
       bytes = outcome.bytes;
+      if (outcome.kind === "stalled") {
+        // The client took nothing for idleMs: the backend stream is reset;
+        // a write is stuck in flow control, so the stream can only be dropped.
+        log.debug("response cut: {error}", { error: outcome.error.message });
+        writer.abort(outcome.error).catch(() => {});
+        return { bytes, outcome: "broken" };
+      }
       if (outcome.kind === "broken") {
         // The upstream body broke or stalled mid-way. A clean FIN would make
         // the response look complete, so end it with a trailer section holding

@@ -21,6 +21,13 @@ export interface IncomingRequest {
   readonly remote: PeerAddr;
   /** Aborted when the client goes away or the connection closes. */
   readonly signal: AbortSignal;
+  /**
+   * Counts this request against `key` (its pool) for its connection until
+   * the request is done; `false`, and nothing counted, when the connection
+   * already has `limits.max_backend_streams_per_connection` requests in
+   * flight on `key`. Absent: no per-connection limit (the TCP fallback).
+   */
+  readonly claimBackendStream?: (key: string) => boolean;
 }
 
 /** A response the server encodes as HEADERS + DATA frames. */
@@ -100,9 +107,16 @@ export interface ConnectionOptions {
   /**
    * Longest wait for the next part of a request (its HEADERS, including a
    * QPACK-blocked section, or the next DATA of its body) before answering 408,
-   * and for the next part of a response body before cutting it; default 30 s.
+   * for the next part of a response body before cutting it, and for the
+   * client to take a response write (flow control) before dropping the
+   * stream and resetting its backend stream; default 30 s.
    */
   requestIdleTimeoutMs?: number;
+  /**
+   * Requests one connection may have in flight to one pool (see
+   * {@link IncomingRequest.claimBackendStream}); default: no limit.
+   */
+  maxBackendStreamsPerConnection?: number;
   /** Observers for metrics and the access log. */
   hooks?: ConnectionHooks;
 }

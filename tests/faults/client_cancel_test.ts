@@ -1,0 +1,114 @@
+/**
+ * Fault test (issue #25 item 5): a client that cancels its requests
+ * (STOP_SENDING) before the response head must not leave their backend
+ * streams open. A `node:http2` backend that never answers counts the
+ * streams it was sent and the ones the proxy reset; the proxy's
+ * `spooky_active_streams` gauge must come back to 0 while the client's
+ * connection stays open.
+ */
+// deno-lint-ignore-file no-console
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
+import { H3TestClient } from "../support/h3_client.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { faultConfig, getHead, sleep } from "./_support.ts";
+
+const N = 50;
+
+/** An h2c backend that never answers `/hang` and counts what happens to those streams. */
+function hangingBackend() {
+  const counts = { opened: 0, reset: 0, open: 0 };
+  const server = http2.createServer();
+  server.on("stream", (stream, headers) => {
+    if (!String(headers[":path"]).startsWith("/hang")) {
+      stream.respond({ ":status": 200 });
+      stream.end("ok");
+      return;
+    }
+    counts.opened++;
+    counts.open++;
+    stream.on("error", () => {});
+    stream.on("close", () => {
+      counts.open--;
+      if (stream.rstCode !== 0) counts.reset++;
+    });
+  });
+  const listening = new Promise<number>((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
+  });
+  return {
+    counts,
+    listening,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function activeStreams(adminPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const m = /^spooky_active_streams (\d+)/m.exec(text);
+  assert.ok(m, "spooky_active_streams in /metrics");
+  return Number(m[1]);
+}
+
+async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<number> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < ms) {
+    if (await what()) return performance.now() - t0;
+    await sleep(25);
+  }
+  return -1;
+}
+
+for (const workers of [0, 1]) {
+  Deno.test(`#25.5: a client's STOP_SENDING before the response head resets the backend stream (upstream_workers: ${workers})`, async () => {
+    const be = hangingBackend();
+    const port = await be.listening;
+    const proxy = await startProxy(
+      faultConfig([`127.0.0.1:${port}`], {
+        requestTimeoutMs: 60_000,
+        extra: `limits: {upstream_workers: ${workers}}\nadmin: {address: 127.0.0.1, port: 0}`,
+      }),
+    );
+    const client = await H3TestClient.connect(
+      proxy.port,
+      await Deno.readTextFile((await testCerts()).caPath),
+    );
+    try {
+      const streams: Deno.QuicBidirectionalStream[] = [];
+      for (let i = 0; i < N; i++) {
+        const s = await client.conn.createBidirectionalStream();
+        const w = s.writable.getWriter();
+        await w.write(
+          encodeFrame(FrameType.HEADERS, client.encodeFields(getHead(`/hang/${i}`, proxy.port))),
+        );
+        await w.close();
+        streams.push(s);
+      }
+      assert.ok(
+        await until(() => be.counts.opened === N, 20_000) >= 0,
+        `opened ${be.counts.opened}`,
+      );
+      assert.equal(await activeStreams(proxy.adminPort!), N);
+      // The client cancels every request: STOP_SENDING on each response.
+      for (const s of streams) await s.readable.cancel(new Error("not wanted")).catch(() => {});
+      const resetAfter = await until(() => be.counts.reset === N, 15_000);
+      console.log(
+        `workers ${workers}: ${be.counts.reset}/${N} backend streams reset ${
+          resetAfter >= 0 ? `within ${resetAfter.toFixed(0)} ms` : "(not all within 15 s)"
+        }; ${be.counts.open} still open`,
+      );
+      assert.equal(be.counts.reset, N, "every cancelled request's backend stream was reset");
+      assert.equal(be.counts.open, 0);
+      const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
+      assert.ok(freed >= 0, "the proxy's active-stream gauge came back to 0");
+      // The connection itself is still good.
+      const r = await client.request({ head: getHead("/fine", proxy.port) });
+      assert.equal(r.status, 200);
+    } finally {
+      await client.close();
+      assert.equal(await proxy.stop(), 0);
+      await be.close();
+    }
+  });
+}
