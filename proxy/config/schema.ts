@@ -416,6 +416,11 @@ export const LimitsConfigSchema = z.strictObject({
   max_handshakes_per_address: positiveInt().default(32),
   /** Unfinished handshakes from one network (see `network_prefix_v4`/`_v6`); past it its oldest is closed. */
   max_handshakes_per_network: positiveInt().default(64),
+  /**
+   * New QUIC handshakes accepted per second; past it Initials are ignored
+   * unseen (accepting one costs a TLS server flight, ignoring almost nothing).
+   */
+  max_handshake_rate: positiveInt("per second").default(2000),
   /** IPv4 prefix length of one client address group (32: each address). */
   address_prefix_v4: int(1, 32, "must be a prefix length from 1 to 32").default(32),
   /** IPv6 prefix length of one client address group (64: one customer LAN). */
@@ -433,9 +438,6 @@ export const LimitsConfigSchema = z.strictObject({
     int(0, 64, "must be auto or a whole number from 0 to 64"),
   ])
     .default("auto"),
-});
-
-/**
   /**
    * Open connections of the TCP fallback; past it newcomers are closed at
    * once. `auto`: as many as the open-files limit leaves room for (each
@@ -452,6 +454,9 @@ export const LimitsConfigSchema = z.strictObject({
   tcp_header_timeout_ms: positiveInt("milliseconds").default(10000),
   /** A TCP fallback connection with no request in flight for this long is closed, in milliseconds. */
   tcp_idle_timeout_ms: positiveInt("milliseconds").default(60000),
+});
+
+/**
  * True when `address` can only be reached from this machine: an IPv4 address
  * in 127.0.0.0/8, `::1`, an IPv4-mapped loopback address (`::ffff:127.0.0.1`)
  * or the name `localhost`. Any other name may resolve to anything, so it
@@ -492,15 +497,15 @@ export const AdminConfigSchema = z.strictObject({
   }).default("127.0.0.1"),
   port: int(0, 65535, LISTEN_PORT_MESSAGE),
   token: nonEmpty().optional(),
-}).superRefine((admin, ctx) => {
-  const address = admin.address ?? "127.0.0.1";
-  if (typeof address !== "string" || !isBindAddress(address)) return;
   /** Open admin connections; past it newcomers are closed at once. */
   max_connections: positiveInt().default(64),
   /** An admin connection with no complete request head this long after it opened is closed, in ms. */
   header_timeout_ms: positiveInt("milliseconds").default(10000),
   /** An admin connection with no request in flight for this long is closed, in ms. */
   idle_timeout_ms: positiveInt("milliseconds").default(60000),
+}).superRefine((admin, ctx) => {
+  const address = admin.address ?? "127.0.0.1";
+  if (typeof address !== "string" || !isBindAddress(address)) return;
   if (admin.token === undefined && !isLoopbackAddress(address)) {
     ctx.addIssue({ code: "custom", path: ["token"], message: ADMIN_TOKEN_REQUIRED });
   }
