@@ -345,6 +345,10 @@ export class ProxyRuntime {
       latency: this.metrics.latency.snapshot(),
       activeConnections: this.metrics.activeConnections,
       rejectedConnections: this.metrics.rejectedConnections,
+      tcpListeners: [...this.metrics.tcpListeners].map(([listener, read]) => ({
+        listener,
+        ...read(),
+      })),
       activeStreams: this.metrics.activeStreams,
     };
   }
@@ -366,10 +370,6 @@ export class ProxyRuntime {
 function passiveOf(config: Config): PassiveHealth | null {
   const ph = config.passive_health;
   return ph.enabled
-      tcpListeners: [...this.metrics.tcpListeners].map(([listener, read]) => ({
-        listener,
-        ...read(),
-      })),
     ? new PassiveHealth({ consecutiveFailures: ph.consecutive_failures, ejectMs: ph.eject_ms })
     : null;
 }
