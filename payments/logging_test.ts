@@ -28,3 +28,25 @@ Deno.test("logs at trace level never contain a card number, CVC or account numbe
   assert.equal(all.includes("9876"), false);
   assert.equal(all.includes(BANK.accountNumber), false);
 });
+
+Deno.test("each request's log line carries the intuit_tid of its response", async () => {
+  const lines: string[] = [];
+  await setupLogging({ service: "payments", level: "debug", sink: (l) => lines.push(l) });
+  const h = harness(await Deno.openKv(":memory:"));
+  const tids: string[] = [];
+  try {
+    for (const path of ["payments/charges/ch_x", "customers/c/cards"]) {
+      const r = await h.req("GET", path, undefined, { "request-id": "log-1" });
+      tids.push(r.headers.get("intuit_tid")!);
+    }
+  } finally {
+    h.close();
+    await teardownLogging();
+  }
+  for (const tid of tids) {
+    const line = lines.find((l) => l.includes(`intuit_tid=${tid}`));
+    assert.ok(line, `no log line with intuit_tid ${tid}`);
+    assert.match(line, /request_id=log-1/);
+  }
+  assert.equal(new Set(tids).size, 2);
+});

@@ -66,6 +66,11 @@ Deno.test({
         assert.ok(html.includes(`data-op="${op}"`), `${op} not rendered`);
       }
       assert.ok(html.includes("Try it"));
+      // The header's markdown is rendered (code spans become <code>), and
+      // the base paths (OpenAPI servers) are offered.
+      assert.ok(html.includes("<code>/quickbooks/v4</code>"), "header markdown not rendered");
+      assert.ok(!html.includes("`/quickbooks/v4`"), "raw markdown shown");
+      assert.ok(html.includes('<option value="/vendor/v4">'), "base paths not offered");
       const shot = `${dir}/docs.png`;
       await runChromium(`${dir}/b`, [`--screenshot=${shot}`, url]);
       const png = await Deno.readFile(shot);
