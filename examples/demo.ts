@@ -52,6 +52,24 @@ function spawn(
   return { name, process, ready: ready.promise };
 }
 
+/**
+ * The Chromium lines the demo prints: a window, and a headless run that
+ * prints the page. As root Chromium refuses to start without `--no-sandbox`,
+ * so it is added then (and only then: it weakens Chromium's isolation).
+ */
+export function chromiumCommands(base: string, spkiPin: string, root: boolean): string {
+  const sandbox = root ? " --no-sandbox" : "";
+  const common = `--user-data-dir=$(mktemp -d) --origin-to-force-quic-on=localhost:9889 \\
+    --host-resolver-rules="MAP localhost 127.0.0.1" \\
+    --ignore-certificate-errors-spki-list=${spkiPin}`;
+  return `  # Chromium over HTTP/3: the API reference page${root ? " (as root: --no-sandbox)" : ""}
+  chromium${sandbox} ${common} ${base}/docs
+
+  # the same without a window: prints the page once loaded
+  chromium --headless${sandbox} --disable-gpu ${common} \\
+    --virtual-time-budget=5000 --dump-dom ${base}/docs`;
+}
+
 async function main(): Promise<number> {
   const certs = await ensureDevCerts(`${ROOT}.dev/certs`);
   const token = Deno.env.get("DEMO_TOKEN") ?? `demo-${crypto.randomUUID().slice(0, 8)}`;
@@ -67,6 +85,10 @@ async function main(): Promise<number> {
       }
     }
     await Promise.allSettled(children.map((c) => c.process.status));
+    for (const c of children) {
+      const s = await c.process.status;
+      console.log(`[${c.name}] exited ${s.signal ? `on ${s.signal}` : `with code ${s.code}`}`);
+    }
   };
   try {
     for (const port of [8081, 8082]) {
@@ -115,10 +137,7 @@ Try it (from ${ROOT}):
     -d '{"number":"4111111111111111","expMonth":12,"expYear":2030,"cvc":"123","name":"Demo"}' \\
     ${base}/vendor/v4/customers/c1/cards
 
-  # Chromium over HTTP/3: the API reference page
-  chromium --user-data-dir=$(mktemp -d) --origin-to-force-quic-on=localhost:9889 \\
-    --host-resolver-rules="MAP localhost 127.0.0.1" \\
-    --ignore-certificate-errors-spki-list=${certs.spkiPin} ${base}/docs
+${chromiumCommands(base, certs.spkiPin, Deno.uid() === 0)}
 
 Ctrl-C stops everything.`);
 

@@ -14,7 +14,7 @@ import { resolveLogFilePath, setupLogging, teardownLogging } from "../shared/log
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
 import type { Config } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
-import { createAdminApp, type ReloadOutcome } from "./admin/admin.ts";
+import type { ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig, type TlsPairProblem, type TlsPem } from "./config/mod.ts";
 import { listenQuic } from "./quic/deno_transport.ts";
 import { readReceiveBufferSysctl, readUdpStats, receiveBufferWarning } from "./quic/udp_stats.ts";
@@ -350,6 +350,9 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
 
   let admin: ConnectionServer | undefined;
   if (config.admin) {
+    // Loaded only when the admin listener is configured (Hono is not on the
+    // default start path).
+    const { createAdminApp } = await import("./admin/admin.ts");
     const app = createAdminApp({
       runtime,
       connections: () => server.connections(),
@@ -376,14 +379,22 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   // Signals are handled before the line that tells a supervisor (or a test)
   // the proxy is up: a SIGTERM right after it drains rather than kills.
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  const onSignal = Object.fromEntries(signals.map((s) => [s, () => requestStop(s)]));
+  let stopping = false;
+  const onSignal = Object.fromEntries(signals.map((s) => [s, () => {
+    // Kept during the drain: a second signal (Ctrl-C reaches every process
+    // of the terminal's group, and a supervisor may add SIGTERM) must not
+    // kill the proxy mid-drain, which would lose "Shutdown complete".
+    if (stopping) log.info("{signal}: shutdown already under way", { signal: s });
+    stopping = true;
+    requestStop(s);
+  }]));
   for (const s of signals) Deno.addSignalListener(s, onSignal[s]);
   const onHup = () => void reload();
   Deno.addSignalListener("SIGHUP", onHup);
   console.log(`Listening on ${config.listen.address}:${port}`);
 
   const reason = await stop;
-  for (const s of signals) Deno.removeSignalListener(s, onSignal[s]);
+  stopping = true;
   Deno.removeSignalListener("SIGHUP", onHup);
 
   log.info("Draining connections ({reason})", { reason });
@@ -404,6 +415,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   sink.close();
   log.info("Shutdown complete");
   await teardownLogging();
+  for (const s of signals) Deno.removeSignalListener(s, onSignal[s]);
   return 0;
 }
 

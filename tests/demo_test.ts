@@ -51,6 +51,27 @@ Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", a
     assert.equal(curl.code, 0, new TextDecoder().decode(curl.stderr));
     assert.match(curlOut, /^HTTP\/2 200/);
     assert.match(curlOut, /^alt-svc: h3=":9889"/im);
+    // The printed headless Chromium line works as printed, as root too.
+    if (await hasCommand("chromium")) {
+      const start = out.indexOf("  chromium --headless");
+      assert.ok(start >= 0, `no headless chromium line in:\n${out}`);
+      const lines = out.slice(start).split("\n");
+      let cmd = "";
+      for (const line of lines) {
+        cmd += line.replace(/\\$/, "");
+        if (!line.endsWith("\\")) break;
+      }
+      const chromium = await new Deno.Command("bash", {
+        args: ["-c", cmd.trim()],
+        cwd: ROOT,
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000),
+      }).output();
+      const dom = new TextDecoder().decode(chromium.stdout);
+      assert.equal(chromium.code, 0, new TextDecoder().decode(chromium.stderr));
+      assert.match(dom, /<html/i);
+    }
     const ca = await Deno.readTextFile(`${ROOT}.dev/certs/ca.pem`);
     const client = await H3TestClient.connect(9889, ca);
     try {
@@ -85,5 +106,14 @@ Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", a
     const stderr = await errText;
     assert.equal(status.code, 0, stderr);
     assert.match(out, /stopping/);
+    // Every child drained and said so (issue #21.7).
+    assert.match(stderr, /Shutdown complete/);
+    assert.match(out, /\[proxy\] exited with code 0/);
   }
 });
+
+async function hasCommand(name: string): Promise<boolean> {
+  const r = await new Deno.Command("bash", { args: ["-c", `command -v ${name}`], stdout: "null" })
+    .output();
+  return r.code === 0;
+}
