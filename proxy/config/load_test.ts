@@ -805,6 +805,13 @@ Deno.test("minimal config gets every default", () => {
       max_handshakes: 256,
       max_connections: 4096,
       max_connections_per_address: 64,
+      max_handshakes_per_address: 32,
+      max_handshakes_per_network: 64,
+      max_handshake_rate: 2000,
+      address_prefix_v4: 32,
+      address_prefix_v6: 64,
+      network_prefix_v4: 24,
+      network_prefix_v6: 56,
       upstream_workers: "auto",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
@@ -1320,4 +1327,14 @@ upstream: {a: {route: {path_prefix: /}, backends: [{id: b, address: "127.0.0.1:1
     formatProblem(r.problems[0]),
     /^limits\.handshake_timeout_ms \(line 3\): must be below/,
   );
+});
+
+Deno.test("limits: address and network prefix lengths must fit their family", () => {
+  for (const bad of ["address_prefix_v4: 33", "address_prefix_v6: 129", "network_prefix_v4: 0"]) {
+    const r = parse(BASE + `limits: {${bad}}\n`);
+    assert.ok(!r.ok && r.kind === "invalid", bad);
+    assert.match(formatProblem(r.problems[0]), /must be a prefix length/);
+  }
+  const ok = parse(BASE + "limits: {address_prefix_v6: 48, network_prefix_v6: 40}\n");
+  assert.ok(ok.ok);
 });
