@@ -20,6 +20,7 @@ import {
   type TestBackend,
 } from "./_test_backend.ts";
 import { failure, jsMiB, MiB, request, text } from "./_test_util.ts";
+import { createH2Transport } from "./h2_transport.ts";
 import { createHttp2Transport } from "./http2_transport.ts";
 import { UpstreamError, type UpstreamTransport } from "./transport.ts";
 import { createWorkerTransport } from "./worker_transport.ts";
@@ -30,6 +31,7 @@ interface Subject {
 }
 
 const SUBJECTS: readonly Subject[] = [
+  { name: "h2 (in process)", make: () => createH2Transport() },
   { name: "http2 (in process)", make: () => createHttp2Transport() },
   { name: "worker (1)", make: () => createWorkerTransport({ workers: 1 }) },
   { name: "worker (2)", make: () => createWorkerTransport({ workers: 2 }) },
@@ -445,7 +447,11 @@ for (const s of SUBJECTS) {
         assert.fail("the body must not end cleanly");
       })();
       assert.ok(err instanceof UpstreamError, `body error ${err}`);
-      assert.equal(err.kind, "reset");
+      // Deno's node:http2 server ends the stream (END_STREAM) before its
+      // RST_STREAM: a body shorter than its content-length, which RFC 9113
+      // §8.1.1 makes malformed (`protocol`); node:http2 reports the reset.
+      assert.ok(err.kind === "reset" || err.kind === "protocol", `kind ${err.kind}`);
+      assert.ok(err.backendFault);
       assert.ok(got <= 100 * 1024);
     },
   );

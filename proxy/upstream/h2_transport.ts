@@ -1,0 +1,968 @@
+/**
+ * {@link UpstreamTransport} on the project's own sans-IO HTTP/2 client
+ * (`proxy/h2/`) in this thread: h2c with prior knowledge over `Deno.connect`,
+ * or TLS with ALPN `h2` over `Deno.connectTls` for backends configured with
+ * `tls`.
+ *
+ * - Sessions: a pool per backend address. A request opens its stream on a
+ *   session with room under the backend's SETTINGS_MAX_CONCURRENT_STREAMS;
+ *   when all are full another session is opened (up to
+ *   {@link H2TransportOptions.maxSessionsPerAddress}), past that the request
+ *   waits in a bounded queue (past the bound it fails `connect`: nothing
+ *   reached the backend). Streams open only once the backend's SETTINGS are
+ *   in, so the count of open streams is the backend's own.
+ * - A request abandoned (client gone, timeout) before its stream opened
+ *   never opens; one abandoned after is reset with RST_STREAM CANCEL.
+ * - A session without streams for {@link SESSION_IDLE_MS} is closed; one the
+ *   backend sends GOAWAY on takes no new streams and closes when drained;
+ *   requests above GOAWAY's last stream id, or refused with REFUSED_STREAM,
+ *   are sent again elsewhere when their body can be replayed, else fail
+ *   `connect`. A PING checks a session that has streams but has been silent.
+ * - The backend's protocol violations fail the requests of that session
+ *   (kind `protocol`) and drop the session; nothing is thrown, nothing else
+ *   is touched.
+ * - Bytes: one read buffer per session, reused; response body bytes are
+ *   copied once out of it. Bodies stream with backpressure tied to flow
+ *   control: the backend's window is credited as the reader takes bytes,
+ *   and a request body is read from the client only as the backend's window
+ *   and the socket take it.
+ * - Fidelity: the method, path, authority and fields go out exactly as
+ *   given (nothing added or dropped); bodies are untouched.
+ *
+ * @module
+ */
+
+import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
+import { H2ClientConnection, type H2ConnectionOptions, type H2Event } from "../h2/connection.ts";
+import { H2Code, h2CodeName } from "../h2/errors.ts";
+import {
+  UpstreamError,
+  type UpstreamFailureKind,
+  type UpstreamRequest,
+  type UpstreamResponse,
+  type UpstreamTransport,
+} from "./transport.ts";
+
+/** Bodies with a declared length up to this are collected and returned whole. */
+export const WHOLE_BODY_LIMIT = 64 * 1024;
+
+/** A session without streams for this long is closed (ms), as the node:http2 transport does. */
+export const SESSION_IDLE_MS = 30_000;
+
+/** A session with streams that has received nothing for this long is PINGed (ms). */
+const PING_AFTER_MS = 15_000;
+/** A PING unanswered for this long ends the session (ms). */
+const PING_TIMEOUT_MS = 10_000;
+/** Response body bytes buffered ahead of the reader (the stream's own queue). */
+const RESPONSE_HIGH_WATER = 256 * 1024;
+/** Request body bytes queued for the socket before the next chunk is read from the client. */
+const WRITE_HIGH_WATER = 256 * 1024;
+/** Size of each session's read buffer. */
+const READ_BUFFER = 64 * 1024;
+/** Times a request refused unprocessed (REFUSED_STREAM, GOAWAY) is tried again. */
+const MAX_REPLAYS = 2;
+
+/** TLS towards one backend (`tls` of a backend in the configuration). */
+export interface BackendTls {
+  /** PEM CA certificates to trust instead of the system's roots. */
+  readonly caCerts?: readonly string[];
+  /** Server name for SNI and certificate checking; default the address's host. */
+  readonly serverName?: string;
+}
+
+/** Options of {@link createH2Transport}. */
+export interface H2TransportOptions {
+  /** Opens the byte stream to a backend (tests inject one); default `Deno.connect`/`connectTls`. */
+  connect?: (address: string, tls: BackendTls | undefined) => Promise<Deno.Conn>;
+  /** TLS settings of a backend address, or undefined for h2c. */
+  tlsFor?: (address: string) => BackendTls | undefined;
+  /** Sessions per backend address at most (default 8). */
+  maxSessionsPerAddress?: number;
+  /** Requests waiting for a stream per backend address at most (default 4096). */
+  maxQueuedPerAddress?: number;
+  /** Codec settings (windows, frame size, limits). */
+  codec?: H2ConnectionOptions;
+}
+
+/** Splits `host:port` (IPv6 in brackets). */
+function hostPort(address: string): { hostname: string; port: number } {
+  const colon = address.lastIndexOf(":");
+  let hostname = address.slice(0, colon);
+  if (hostname.startsWith("[")) hostname = hostname.slice(1, -1);
+  return { hostname, port: Number(address.slice(colon + 1)) };
+}
+
+/** The default connector: h2c with prior knowledge, or TLS with ALPN h2. */
+async function defaultConnect(address: string, tls: BackendTls | undefined): Promise<Deno.Conn> {
+  const { hostname, port } = hostPort(address);
+  if (tls === undefined) {
+    const conn = await Deno.connect({ hostname, port });
+    conn.setNoDelay(true);
+    return conn;
+  }
+  const conn = await Deno.connectTls({
+    hostname: tls.serverName ?? hostname,
+    port,
+    caCerts: tls.caCerts ? [...tls.caCerts] : undefined,
+    alpnProtocols: ["h2"],
+  });
+  const hs = await conn.handshake();
+  if (hs.alpnProtocol !== "h2") {
+    conn.close();
+    throw new UpstreamError("connect", `backend did not agree to ALPN h2 (got ${hs.alpnProtocol})`);
+  }
+  return conn;
+}
+
+/** Whether a status carries no body whatever the headers say (RFC 9110 §6.4.1). */
+function statusHasNoBody(status: number): boolean {
+  return status === 204 || status === 304 || (status >= 100 && status < 200);
+}
+
+/** One exchange as the transport tracks it. */
+class Exchange {
+  readonly req: UpstreamRequest;
+  readonly resolve: (res: UpstreamResponse) => void;
+  readonly reject: (err: UpstreamError) => void;
+  /** Queued, open on a session, or done. */
+  state: "queued" | "open" | "done" = "queued";
+  session: Session | null = null;
+  stream = 0;
+  settled = false;
+  replays = 0;
+  /** request_timeout_ms: waiting on the backend for body credit or the head. */
+  watch: IdleWatch | null = null;
+  onAbort: (() => void) | null = null;
+  // Response side.
+  status = 0;
+  headers: Array<[string, string]> = [];
+  collected: Uint8Array[] | null = null;
+  controller: ReadableStreamDefaultController<Uint8Array> | null = null;
+  /** Body bytes delivered and not yet credited back to the backend. */
+  owed = 0;
+  // Request side.
+  /** The whole body still to send (Uint8Array bodies), or a chunk of a streamed one. */
+  pending: Uint8Array | null = null;
+  pendingEnd = false;
+  reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  /** A streamed body has been read from: it cannot be replayed. */
+  bodyTouched = false;
+  /** The backend's response is complete (END_STREAM seen). */
+  responseEnded = false;
+  /** Waiting for flow-control credit: resolved by `send-window`. */
+  wake: (() => void) | null = null;
+
+  constructor(
+    req: UpstreamRequest,
+    resolve: (res: UpstreamResponse) => void,
+    reject: (err: UpstreamError) => void,
+  ) {
+    this.req = req;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  get replayable(): boolean {
+    return !(this.req.body instanceof ReadableStream) || !this.bodyTouched;
+  }
+}
+
+/** One HTTP/2 connection to a backend and its exchanges. */
+class Session {
+  readonly codec: H2ClientConnection;
+  readonly exchanges = new Map<number, Exchange>();
+  /** Exchanges given to this session before its SETTINGS arrived. */
+  readonly waiting: Exchange[] = [];
+  conn: Deno.Conn | null = null;
+  /** The backend's SETTINGS are in: streams may open. */
+  ready = false;
+  closed = false;
+  #writing = false;
+  #drainWaiters: Array<() => void> = [];
+  idle: IdleWatch | null = null;
+  #live: IdleWatch | null = null;
+  #pingOut = false;
+
+  constructor(readonly pool: Pool, codecOpts: H2ConnectionOptions | undefined) {
+    this.codec = new H2ClientConnection(codecOpts);
+  }
+
+  /** Streams open plus those promised to this session. */
+  get load(): number {
+    return this.codec.activeStreams + this.waiting.length;
+  }
+
+  get hasRoom(): boolean {
+    if (this.closed || this.codec.closedForNewStreams) return false;
+    return this.load < this.codec.peerMaxConcurrentStreams;
+  }
+
+  async start(connect: H2TransportOptions["connect"] & object, tls: BackendTls | undefined) {
+    let conn: Deno.Conn;
+    try {
+      conn = await connect(this.pool.address, tls);
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError(
+        "connect",
+        `cannot connect to ${this.pool.address}: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
+      return this.fail(e, "connect");
+    }
+    if (this.closed) {
+      try {
+        conn.close();
+      } catch { /* closed */ }
+      return;
+    }
+    this.conn = conn;
+    this.flush();
+    this.#readLoop();
+  }
+
+  /** Writes what the codec queued, in order; one writer at a time. */
+  flush(): void {
+    if (this.#writing || this.conn === null || this.closed) return;
+    this.#writing = true;
+    this.#writeLoop().catch((err) => {
+      this.#writing = false;
+      this.#wakeDrain();
+      this.fail(
+        new UpstreamError("reset", `write to backend failed: ${(err as Error).message}`),
+        "reset",
+      );
+    });
+  }
+
+  async #writeLoop(): Promise<void> {
+    const conn = this.conn!;
+    for (;;) {
+      const out = this.codec.takeOutput();
+      if (out === null || this.closed) {
+        // Cleared in the same turn as the check: a flush() after it starts a new loop.
+        this.#writing = false;
+        this.#wakeDrain();
+        return;
+      }
+      let at = 0;
+      while (at < out.length) at += await conn.write(out.subarray(at));
+      if (this.codec.pendingOutput < WRITE_HIGH_WATER) this.#wakeDrain();
+    }
+  }
+
+  #wakeDrain(): void {
+    if (this.#drainWaiters.length === 0) return;
+    for (const w of this.#drainWaiters.splice(0)) w();
+  }
+
+  /** Resolves once the queued output is down to {@link WRITE_HIGH_WATER} (or the session ends). */
+  drained(): Promise<void> {
+    if (this.codec.pendingOutput < WRITE_HIGH_WATER || this.closed || !this.#writing) {
+      return Promise.resolve();
+    }
+    return new Promise((r) => this.#drainWaiters.push(r));
+  }
+
+  async #readLoop(): Promise<void> {
+    const conn = this.conn!;
+    const buf = new Uint8Array(READ_BUFFER);
+    this.#live = idleWatch(PING_AFTER_MS, () => this.#silent());
+    try {
+      for (;;) {
+        const n = await conn.read(buf);
+        if (n === null) break;
+        this.#live?.touch();
+        this.#pingOut = false;
+        const events = this.codec.receive(buf.subarray(0, n));
+        for (const ev of events) this.#event(ev);
+        this.flush();
+        if (this.closed) return;
+      }
+      this.fail(new UpstreamError("reset", "backend closed the connection"), "reset");
+    } catch (err) {
+      if (this.closed) return;
+      this.fail(
+        new UpstreamError("reset", `backend connection failed: ${(err as Error).message}`, {
+          cause: err,
+        }),
+        "reset",
+      );
+    }
+  }
+
+  /** Nothing received for a while: with streams open, PING; unanswered, give up. */
+  #silent(): void {
+    if (this.closed) return;
+    if (this.#pingOut) {
+      return this.fail(new UpstreamError("timeout", "backend did not answer a PING"), "timeout");
+    }
+    if (this.exchanges.size > 0) {
+      this.#pingOut = true;
+      this.codec.ping(new Uint8Array(8));
+      this.flush();
+      this.#live = idleWatch(PING_TIMEOUT_MS, () => this.#silent());
+    } else {
+      this.#live = idleWatch(PING_AFTER_MS, () => this.#silent());
+    }
+  }
+
+  #event(ev: H2Event): void {
+    switch (ev.type) {
+      case "settings":
+        if (!this.ready) {
+          this.ready = true;
+          // Opened up to the backend's limit; the rest go back to the pool's queue.
+          for (const x of this.waiting.splice(0)) {
+            if (x.state === "queued" && x.session === this) this.pool.transport.open(x, this);
+          }
+        }
+        this.pool.pump();
+        return;
+      case "response":
+      case "data":
+      case "trailers": {
+        const x = this.exchanges.get(ev.stream);
+        if (x !== undefined) this.pool.transport.onStreamEvent(x, ev);
+        return;
+      }
+      case "stream-error": {
+        const x = this.exchanges.get(ev.stream);
+        if (x === undefined) return;
+        this.exchanges.delete(ev.stream);
+        this.pool.transport.onStreamError(x, ev.code, ev.message, ev.local);
+        this.streamDone();
+        return;
+      }
+      case "send-window":
+        if (ev.stream === 0) {
+          for (const x of this.exchanges.values()) x.wake?.();
+        } else {
+          this.exchanges.get(ev.stream)?.wake?.();
+        }
+        return;
+      case "goaway":
+        this.pool.pump();
+        if (this.exchanges.size === 0) this.close();
+        return;
+      case "ping-ack":
+        return;
+      case "connection-error":
+        return this.fail(
+          new UpstreamError(
+            ev.local ? "protocol" : "reset",
+            `backend ${ev.local ? "broke HTTP/2" : "ended the connection"}: ${
+              h2CodeName(ev.code)
+            }: ${ev.message}`,
+          ),
+          ev.local ? "protocol" : "reset",
+        );
+    }
+  }
+
+  /** A stream finished (either way): idle bookkeeping and the queue. */
+  streamDone(): void {
+    if (this.closed) return;
+    if (
+      this.codec.closedForNewStreams && this.exchanges.size === 0 && this.codec.activeStreams === 0
+    ) {
+      this.close();
+      return;
+    }
+    if (this.exchanges.size === 0 && this.codec.activeStreams === 0 && this.waiting.length === 0) {
+      if (this.pool.released) return this.close();
+      this.idle?.cancel();
+      this.idle = idleWatch(SESSION_IDLE_MS, () => {
+        this.idle = null;
+        if (this.exchanges.size === 0 && this.waiting.length === 0) this.close();
+      });
+    }
+    this.pool.pump();
+  }
+
+  /** Fails every exchange on the session with `err` and drops it. */
+  fail(err: UpstreamError, kind: UpstreamFailureKind): void {
+    if (this.closed) return;
+    this.#shut();
+    const waiting = this.waiting.splice(0);
+    const open = [...this.exchanges.values()];
+    this.exchanges.clear();
+    for (const x of waiting) {
+      if (x.state !== "queued") continue;
+      x.session = null;
+      this.pool.transport.fail(x, err);
+    }
+    for (const x of open) {
+      this.pool.transport.fail(x, new UpstreamError(kind, err.message, { cause: err }), false);
+    }
+  }
+
+  /** Closes the session politely (GOAWAY NO_ERROR) once nothing is on it. */
+  close(): void {
+    if (this.closed) return;
+    this.codec.goAway(H2Code.NO_ERROR);
+    const conn = this.conn;
+    this.#shut(false);
+    if (conn !== null) {
+      const out = this.codec.takeOutput();
+      const finish = () => {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      };
+      if (out === null || this.#writing) finish();
+      else conn.write(out).then(finish, finish);
+    }
+  }
+
+  #shut(closeConn = true): void {
+    this.closed = true;
+    this.idle?.cancel();
+    this.idle = null;
+    this.#live?.cancel();
+    this.#live = null;
+    this.pool.remove(this);
+    if (closeConn && this.conn !== null) {
+      // Let a GOAWAY the codec queued go out first, briefly.
+      const conn = this.conn;
+      const out = this.codec.takeOutput();
+      const finish = () => {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      };
+      if (out === null || this.#writing) finish();
+      else conn.write(out).then(finish, finish);
+    }
+    this.#wakeDrain();
+  }
+}
+
+/** The sessions and the queue of one backend address. */
+class Pool {
+  readonly sessions: Session[] = [];
+  readonly queue: Exchange[] = [];
+  released = false;
+
+  constructor(readonly address: string, readonly transport: H2Transport) {}
+
+  remove(s: Session): void {
+    const i = this.sessions.indexOf(s);
+    if (i >= 0) this.sessions.splice(i, 1);
+    if (this.sessions.length === 0 && this.queue.length === 0) this.transport.forget(this);
+    else this.pump();
+  }
+
+  /** Places queued exchanges on sessions with room, opening sessions up to the bound. */
+  pump(): void {
+    while (this.queue.length > 0) {
+      const x = this.queue[0];
+      if (x.state !== "queued") {
+        this.queue.shift();
+        continue;
+      }
+      const s = this.place();
+      if (s === null) return;
+      this.queue.shift();
+      this.transport.assign(x, s);
+    }
+  }
+
+  /** A session with room, a new one if allowed, or null. */
+  place(): Session | null {
+    let best: Session | null = null;
+    for (const s of this.sessions) {
+      if (s.hasRoom && (best === null || s.load < best.load)) best = s;
+    }
+    if (best !== null) return best;
+    // A session still waiting for its SETTINGS takes one request (it may allow 1).
+    if (this.sessions.length < this.transport.maxSessions && !this.released) {
+      return this.transport.newSession(this);
+    }
+    return null;
+  }
+}
+
+/** The transport; see {@link createH2Transport}. */
+class H2Transport implements UpstreamTransport {
+  readonly #pools = new Map<string, Pool>();
+  readonly #connect: NonNullable<H2TransportOptions["connect"]>;
+  readonly #tlsFor: (address: string) => BackendTls | undefined;
+  readonly maxSessions: number;
+  readonly #maxQueued: number;
+  readonly #codec: H2ConnectionOptions | undefined;
+  readonly #live = new Set<Exchange>();
+  #closed = false;
+
+  constructor(opts: H2TransportOptions) {
+    this.#connect = opts.connect ?? defaultConnect;
+    this.#tlsFor = opts.tlsFor ?? (() => undefined);
+    this.maxSessions = opts.maxSessionsPerAddress ?? 8;
+    this.#maxQueued = opts.maxQueuedPerAddress ?? 4096;
+    this.#codec = opts.codec;
+  }
+
+  forget(pool: Pool): void {
+    if (this.#pools.get(pool.address) === pool) this.#pools.delete(pool.address);
+  }
+
+  newSession(pool: Pool): Session {
+    const s = new Session(pool, this.#codec);
+    pool.sessions.push(s);
+    s.start(this.#connect, this.#tlsFor(pool.address));
+    return s;
+  }
+
+  exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
+    if (this.#closed) {
+      return Promise.reject(new UpstreamError("aborted", "upstream transport closed"));
+    }
+    if (req.signal?.aborted) {
+      return Promise.reject(
+        new UpstreamError("aborted", "client went away", { cause: req.signal.reason }),
+      );
+    }
+    const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
+    const x = new Exchange(req, resolve, reject);
+    this.#live.add(x);
+    x.watch = idleWatch(
+      req.timeoutMs,
+      () =>
+        this.fail(
+          x,
+          new UpstreamError("timeout", `backend did not answer within ${req.timeoutMs} ms`),
+        ),
+    );
+    x.onAbort = () =>
+      this.fail(x, new UpstreamError("aborted", "client went away", { cause: req.signal?.reason }));
+    req.signal?.addEventListener("abort", x.onAbort, { once: true });
+    this.#enqueue(x);
+    return promise;
+  }
+
+  #enqueue(x: Exchange): void {
+    let pool = this.#pools.get(x.req.address);
+    if (pool === undefined) {
+      pool = new Pool(x.req.address, this);
+      this.#pools.set(x.req.address, pool);
+    }
+    x.state = "queued";
+    x.session = null;
+    if (pool.queue.length === 0) {
+      const s = pool.place();
+      if (s !== null) return this.assign(x, s);
+    }
+    if (pool.queue.length >= this.#maxQueued) {
+      return this.fail(
+        x,
+        new UpstreamError(
+          "connect",
+          `backend ${x.req.address}: all streams busy and ${this.#maxQueued} requests waiting`,
+        ),
+      );
+    }
+    pool.queue.push(x);
+  }
+
+  /** Puts a queued exchange on a session: opened now, or once its SETTINGS arrive. */
+  assign(x: Exchange, s: Session): void {
+    s.idle?.cancel();
+    s.idle = null;
+    x.session = s;
+    if (s.ready) this.open(x, s);
+    else s.waiting.push(x);
+  }
+
+  /** Opens the exchange's stream on `s` and starts its body. */
+  open(x: Exchange, s: Session): void {
+    if (x.state !== "queued") return;
+    const req = x.req;
+    const fields: Array<[string, string]> = [[":method", req.method], [":scheme", "http"]];
+    if (this.#tlsFor(req.address) !== undefined) fields[1] = [":scheme", "https"];
+    // No authority at all (neither `:authority` nor `host`): the backend's
+    // address, as node:http2 sends (servers reject a request with neither).
+    if (req.authority !== undefined) fields.push([":authority", req.authority]);
+    else if (!req.headers.some((f) => f[0] === "host")) fields.push([":authority", req.address]);
+    fields.push([":path", req.path]);
+    for (const f of req.headers) fields.push([f[0], f[1]]);
+    const r = s.codec.openStream(fields, {
+      endStream: req.body === null,
+      head: req.method === "HEAD",
+    });
+    if ("refused" in r) {
+      if (r.refused === "too-large") {
+        return this.fail(
+          x,
+          new UpstreamError("local", "request header list above the backend's limit"),
+        );
+      }
+      // Lost the race for a slot: queue again.
+      x.session = null;
+      return this.#enqueue(x);
+    }
+    x.state = "open";
+    x.stream = r.id;
+    s.exchanges.set(r.id, x);
+    if (req.body !== null) {
+      this.#sendBody(x).catch((err) => {
+        if (err instanceof UpstreamError) this.fail(x, err);
+        else {this.fail(
+            x,
+            new UpstreamError("aborted", "client request body failed", { cause: err }),
+          );}
+      });
+    }
+    s.flush();
+  }
+
+  /**
+   * Sends the request body: a whole body as the windows allow, a streamed
+   * one chunk by chunk, reading the next chunk from the client only once the
+   * previous one is taken and the socket has caught up.
+   */
+  async #sendBody(x: Exchange): Promise<void> {
+    const body = x.req.body;
+    if (body instanceof Uint8Array) {
+      x.pending = body;
+      x.pendingEnd = true;
+      await this.#sendPendingAll(x);
+      return this.#maybeDone(x);
+    }
+    const reader = (body as ReadableStream<Uint8Array>).getReader();
+    x.reader = reader;
+    try {
+      for (;;) {
+        // Waiting on the client, not the backend: the client's own idle
+        // timeout bounds this wait (a stalled upload is 408, not 503).
+        if (!x.responseEnded) x.watch?.pause();
+        const r = await reader.read();
+        x.bodyTouched = true;
+        if (x.state !== "open") return;
+        if (!x.responseEnded) x.watch?.touch();
+        const s = x.session!;
+        if (!s.codec.hasStream(x.stream)) return;
+        x.pending = r.done ? new Uint8Array(0) : r.value;
+        x.pendingEnd = r.done;
+        await this.#sendPendingAll(x);
+        if (r.done || x.state !== "open") return this.#maybeDone(x);
+        await s.drained();
+        if (!x.responseEnded) x.watch?.touch();
+      }
+    } finally {
+      x.reader = null;
+      try {
+        reader.releaseLock();
+      } catch { /* pending read */ }
+    }
+  }
+
+  async #sendPendingAll(x: Exchange): Promise<void> {
+    while (x.state === "open" && !this.#sendPendingOnce(x)) {
+      await new Promise<void>((resolve) => x.wake = resolve);
+      x.wake = null;
+    }
+  }
+
+  /** Both directions are over once the stream left the codec and the response ended. */
+  #maybeDone(x: Exchange): void {
+    const s = x.session;
+    if (s === null || x.state !== "open" || !x.responseEnded) return;
+    if (s.codec.hasStream(x.stream)) return;
+    s.exchanges.delete(x.stream);
+    this.#finish(x);
+    s.streamDone();
+  }
+
+  #sendPendingOnce(x: Exchange): boolean {
+    const s = x.session!;
+    if (!s.codec.hasStream(x.stream)) {
+      x.pending = null;
+      return true;
+    }
+    const data = x.pending!;
+    const n = s.codec.sendData(x.stream, data, x.pendingEnd);
+    if (n > 0) x.watch?.touch();
+    s.flush();
+    if (n === data.length) {
+      x.pending = null;
+      return true;
+    }
+    x.pending = data.subarray(n);
+    return false;
+  }
+
+  onStreamEvent(
+    x: Exchange,
+    ev: Extract<H2Event, { type: "response" | "data" | "trailers" }>,
+  ): void {
+    const s = x.session!;
+    if (ev.type === "response") {
+      x.status = ev.status;
+      x.headers = ev.headers;
+      x.watch?.touch();
+      if (
+        ev.endStream || x.req.method === "HEAD" || statusHasNoBody(ev.status) ||
+        ev.contentLength === 0
+      ) {
+        if (ev.endStream) this.#responseEnded(x);
+        this.#settle(x, null);
+        return;
+      }
+      if (ev.contentLength > 0 && ev.contentLength <= WHOLE_BODY_LIMIT) {
+        x.collected = [];
+        return;
+      }
+      x.watch?.cancel();
+      x.watch = null;
+      const stream = x.stream;
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => {
+          x.controller = c;
+        },
+        pull: () => {
+          if (x.owed > 0 && x.session !== null) {
+            x.session.codec.consume(stream, x.owed);
+            x.owed = 0;
+            x.session.flush();
+          }
+        },
+        cancel: () => {
+          x.controller = null;
+          this.#cancelStream(x, H2Code.CANCEL);
+          this.#finish(x);
+        },
+      }, { highWaterMark: RESPONSE_HIGH_WATER, size: (c) => c.byteLength });
+      this.#settle(x, body);
+      return;
+    }
+    if (ev.type === "data") {
+      const n = ev.data.length;
+      if (x.collected !== null) {
+        if (n > 0) x.collected.push(ev.data.slice());
+        s.codec.consume(x.stream, n);
+        x.watch?.touch();
+        if (ev.endStream) {
+          const parts = x.collected;
+          x.collected = null;
+          let body: Uint8Array;
+          if (parts.length === 1) body = parts[0];
+          else {
+            body = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+            let at = 0;
+            for (const p of parts) {
+              body.set(p, at);
+              at += p.length;
+            }
+          }
+          this.#responseEnded(x);
+          this.#settle(x, body);
+        }
+        return;
+      }
+      const c = x.controller;
+      if (c === null) {
+        // No reader (HEAD, 204, 304, or a settled null body): keep the window open.
+        s.codec.consume(x.stream, n);
+        if (ev.endStream) this.#responseEnded(x);
+        return;
+      }
+      if (n > 0) {
+        c.enqueue(ev.data.slice());
+        x.owed += n;
+        if ((c.desiredSize ?? 0) > 0) {
+          s.codec.consume(x.stream, x.owed);
+          x.owed = 0;
+        }
+      }
+      if (ev.endStream) {
+        c.close();
+        x.controller = null;
+        this.#responseEnded(x);
+      }
+      return;
+    }
+    // Trailers end the response (not exposed: the interface has no place for them).
+    if (x.collected !== null) {
+      const parts = x.collected;
+      x.collected = null;
+      const body = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+      let at = 0;
+      for (const p of parts) {
+        body.set(p, at);
+        at += p.length;
+      }
+      this.#responseEnded(x);
+      this.#settle(x, body);
+      return;
+    }
+    x.controller?.close();
+    x.controller = null;
+    this.#responseEnded(x);
+  }
+
+  /** The backend's response is complete: the stream may still take request body. */
+  #responseEnded(x: Exchange): void {
+    x.responseEnded = true;
+    const s = x.session;
+    if (s === null) return;
+    if (!s.codec.hasStream(x.stream)) {
+      // Both directions are done.
+      s.exchanges.delete(x.stream);
+      this.#finish(x);
+      s.streamDone();
+      return;
+    }
+    // RFC 9113 §8.1: the answer is complete while we still send: the backend
+    // may want the rest or reset with NO_ERROR; either way the answer stands.
+  }
+
+  onStreamError(x: Exchange, code: number, message: string, local: boolean): void {
+    if (x.state === "done") return;
+    const responseDone = x.settled && x.controller === null && x.collected === null;
+    if (responseDone) {
+      // The answer was complete: a reset after it takes nothing away.
+      this.#finish(x);
+      return;
+    }
+    if (local) {
+      return this.fail(
+        x,
+        new UpstreamError(
+          "protocol",
+          `backend sent a malformed response: ${h2CodeName(code)}: ${message}`,
+        ),
+        false,
+      );
+    }
+    if (code === H2Code.REFUSED_STREAM && !x.settled) {
+      if (x.replayable && x.replays < MAX_REPLAYS) {
+        x.replays++;
+        x.session = null;
+        x.stream = 0;
+        x.state = "queued";
+        x.pending = null;
+        x.wake = null;
+        return this.#enqueue(x);
+      }
+      return this.fail(
+        x,
+        new UpstreamError("connect", `backend refused the stream: ${message}`),
+        false,
+      );
+    }
+    this.fail(
+      x,
+      new UpstreamError("reset", `backend reset the stream (code ${code}, ${h2CodeName(code)})`),
+      false,
+    );
+  }
+
+  /** Resets `x`'s stream if it is still open on its session. */
+  #cancelStream(x: Exchange, code: number): void {
+    const s = x.session;
+    if (s === null || x.stream === 0) return;
+    if (s.exchanges.get(x.stream) === x) s.exchanges.delete(x.stream);
+    if (s.codec.hasStream(x.stream)) {
+      s.codec.resetStream(x.stream, code);
+      s.flush();
+    }
+    s.streamDone();
+  }
+
+  #settle(x: Exchange, body: Uint8Array | ReadableStream<Uint8Array> | null): void {
+    if (x.settled) return;
+    x.settled = true;
+    if (!(body instanceof ReadableStream)) {
+      x.watch?.cancel();
+      x.watch = null;
+    }
+    x.resolve({ status: x.status, headers: x.headers, body });
+  }
+
+  /** The exchange is over: drop its listeners. */
+  #finish(x: Exchange): void {
+    if (x.state === "done") return;
+    x.state = "done";
+    x.watch?.cancel();
+    x.watch = null;
+    if (x.onAbort) x.req.signal?.removeEventListener("abort", x.onAbort);
+    x.onAbort = null;
+    x.reader?.cancel().catch(() => {});
+    x.wake?.();
+    this.#live.delete(x);
+  }
+
+  /**
+   * Fails an exchange: before its head the promise rejects, after it the body
+   * stream errors; a stream still open is reset (CANCEL), a queued one never opens.
+   */
+  fail(x: Exchange, err: UpstreamError, reset = true): void {
+    if (x.state === "done") return;
+    if (x.state === "queued") {
+      const s = x.session;
+      if (s !== null) {
+        const i = s.waiting.indexOf(x);
+        if (i >= 0) s.waiting.splice(i, 1);
+      } else {
+        const pool = this.#pools.get(x.req.address);
+        const i = pool?.queue.indexOf(x) ?? -1;
+        if (i >= 0) pool!.queue.splice(i, 1);
+      }
+    } else if (reset) {
+      this.#cancelStream(x, H2Code.CANCEL);
+    } else if (x.session !== null) {
+      x.session.exchanges.delete(x.stream);
+      x.session.streamDone();
+    }
+    if (!x.settled) {
+      x.settled = true;
+      x.reject(err);
+    } else if (x.controller !== null) {
+      try {
+        x.controller.error(err);
+      } catch { /* closed */ }
+      x.controller = null;
+    }
+    x.collected = null;
+    this.#finish(x);
+  }
+
+  release(address: string): void {
+    const pool = this.#pools.get(address);
+    if (pool === undefined) return;
+    this.#pools.delete(address);
+    pool.released = true;
+    for (const s of [...pool.sessions]) {
+      if (s.exchanges.size === 0 && s.waiting.length === 0) s.close();
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    for (const x of [...this.#live]) {
+      this.fail(x, new UpstreamError("aborted", "upstream transport closed"));
+    }
+    for (const pool of [...this.#pools.values()]) {
+      for (const s of [...pool.sessions]) s.close();
+    }
+    this.#pools.clear();
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Creates the transport.
+ *
+ * @example
+ * ```ts
+ * const upstream = createH2Transport();
+ * const res = await upstream.exchange({
+ *   address: "127.0.0.1:8080", method: "GET", path: "/", authority: "example.com",
+ *   headers: [], body: null, timeoutMs: 30_000,
+ * });
+ * ```
+ */
+export function createH2Transport(opts: H2TransportOptions = {}): UpstreamTransport {
+  return new H2Transport(opts);
+}
