@@ -17,6 +17,7 @@
  */
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
+import { VERSION } from "../shared/version.ts";
 import { DEFAULT_BASE_PATHS, KV_CONNECT_MAX_CHECKS } from "./app.ts";
 import { parseCidr } from "./client_address.ts";
 import { INFO_LINK } from "./domain/errors.ts";
@@ -148,6 +149,7 @@ const USAGE = `Usage: deno task payments [options]
   --cert F --key F    PEM files: serve HTTPS (HTTP/2 + HTTP/1.1 over TLS)
   --log-level L       log level (default info; RUST_LOG overrides)
   --log-file F        write logs to this file instead of stderr
+  -V, --version       print the version and exit
   -h, --help          this help`;
 
 async function main(): Promise<number> {
@@ -181,6 +183,7 @@ async function main(): Promise<number> {
         "log-level": { type: "string" },
         "log-file": { type: "string" },
         help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
       },
       strict: true,
       allowPositionals: false,
@@ -191,6 +194,10 @@ async function main(): Promise<number> {
   }
   if (values.help) {
     console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log(`payments ${VERSION}`);
     return 0;
   }
   const port = Number(values.port);
