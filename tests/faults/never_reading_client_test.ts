@@ -1,0 +1,146 @@
+/**
+ * Fault test (issue #25 item 4): one connection opens many download streams
+ * and never reads them (it grants no flow-control credit). It may hold no
+ * more than `limits.max_backend_streams_per_connection` of the pool's
+ * backend streams (the rest get 503 at once and never reach the backend),
+ * other clients are still served, and its stalled responses are cut after
+ * `limits.request_idle_timeout_ms` with their backend streams reset, while
+ * its connection stays open.
+ */
+// deno-lint-ignore-file no-console
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
+import { H3TestClient } from "../support/h3_client.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { faultConfig, getHead, mib, rssBytes, sleep } from "./_support.ts";
+
+const STREAMS = 40;
+const SHARE = 10;
+const IDLE_MS = 3000;
+const CHUNK = new Uint8Array(16 * 1024).fill(98);
+
+/**
+ * An h2c backend: `/big` streams without end (as fast as the proxy takes
+ * it), anything else answers at once. Counts `/big` streams open, the most
+ * open at once, and those the proxy reset.
+ */
+function downloadBackend() {
+  const counts = { opened: 0, open: 0, maxOpen: 0, reset: 0 };
+  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+  server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
+    if (!String(headers[":path"]).startsWith("/big")) {
+      stream.respond({ ":status": 200 });
+      stream.end("small");
+      return;
+    }
+    counts.opened++;
+    counts.open++;
+    counts.maxOpen = Math.max(counts.maxOpen, counts.open);
+    stream.on("close", () => {
+      counts.open--;
+      if (stream.rstCode !== 0) counts.reset++;
+    });
+    stream.respond({ ":status": 200 });
+    const pump = () => {
+      while (!stream.destroyed && stream.write(CHUNK)) { /* until the window is full */ }
+    };
+    stream.on("drain", pump);
+    pump();
+  });
+  const listening = new Promise<number>((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
+  });
+  return {
+    counts,
+    listening,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Streams the test left behind must not hold the close.
+        setTimeout(resolve, 2000);
+      }),
+  };
+}
+
+async function until(what: () => boolean, ms: number): Promise<number> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < ms) {
+    if (what()) return performance.now() - t0;
+    await sleep(25);
+  }
+  return -1;
+}
+
+Deno.test("#25.4: a never-reading connection holds at most its share of a backend's streams, its stalled responses are cut at request_idle_timeout_ms, others are served", async () => {
+  const be = downloadBackend();
+  const port = await be.listening;
+  const proxy = await startProxy(
+    faultConfig([`127.0.0.1:${port}`], {
+      requestTimeoutMs: 60_000,
+      extra:
+        `limits: {request_idle_timeout_ms: ${IDLE_MS}, max_backend_streams_per_connection: ${SHARE}}`,
+    }),
+  );
+  const pem = await Deno.readTextFile((await testCerts()).caPath);
+  const lazy = await H3TestClient.connect(proxy.port, pem);
+  const other = await H3TestClient.connect(proxy.port, pem);
+  try {
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await other.request({ head: getHead("/warm", proxy.port) })).status, 200);
+    }
+    const before = await rssBytes(proxy.pid);
+    // The attacker: STREAMS downloads, never read.
+    const streams: Deno.QuicBidirectionalStream[] = [];
+    for (let i = 0; i < STREAMS; i++) {
+      const s = await lazy.conn.createBidirectionalStream();
+      const w = s.writable.getWriter();
+      await w.write(
+        encodeFrame(FrameType.HEADERS, lazy.encodeFields(getHead(`/big/${i}`, proxy.port))),
+      );
+      await w.close();
+      streams.push(s);
+    }
+    assert.ok(await until(() => be.counts.opened >= SHARE, 20_000) >= 0, "downloads started");
+    await sleep(500);
+    const stalledRss = await rssBytes(proxy.pid);
+    assert.equal(be.counts.opened, SHARE, "only the connection's share reached the backend");
+    assert.ok(be.counts.maxOpen <= SHARE, `max open ${be.counts.maxOpen}`);
+    // Another client is served while the attacker holds its share.
+    for (let i = 0; i < 10; i++) {
+      const r = await other.request({ head: getHead(`/other/${i}`, proxy.port) });
+      assert.equal(r.status, 200);
+    }
+    // The stalled responses are cut at the idle bound and their backend streams reset.
+    const t0 = performance.now();
+    const cut = await until(() => be.counts.open === 0, IDLE_MS * 5);
+    const cutMs = performance.now() - t0;
+    console.log(
+      `never-reading client: ${be.counts.opened}/${STREAMS} streams reached the backend ` +
+        `(share ${SHARE}); ${be.counts.reset} reset, all cut ${
+          cut >= 0 ? `${cutMs.toFixed(0)} ms after the check` : "NOT within the bound"
+        }; proxy RSS before ${mib(before)}, while stalled ${mib(stalledRss)} ` +
+        `(${((stalledRss - before) / SHARE / 1024).toFixed(0)} KiB per stalled stream)`,
+    );
+    assert.ok(cut >= 0, `backend streams still open: ${be.counts.open}`);
+    assert.equal(be.counts.reset, SHARE, "every stalled response's backend stream was reset");
+    // The connection was not closed: its next request, read this time, is served.
+    const again = await lazy.request({ head: getHead("/after", proxy.port) });
+    assert.equal(again.status, 200);
+    // And the freed share admits new downloads.
+    const next = await lazy.conn.createBidirectionalStream();
+    const w = next.writable.getWriter();
+    await w.write(
+      encodeFrame(FrameType.HEADERS, lazy.encodeFields(getHead("/big/next", proxy.port))),
+    );
+    await w.close();
+    assert.ok(await until(() => be.counts.opened === SHARE + 1, 10_000) >= 0);
+    await next.readable.cancel().catch(() => {});
+  } finally {
+    await lazy.close();
+    await other.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
