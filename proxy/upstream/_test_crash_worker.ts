@@ -1,7 +1,10 @@
 /**
- * The upstream worker, plus a way to kill it for tests: a request for
+ * The upstream worker, plus ways to hurt it for tests: a request for
  * `/__crash` makes this worker throw an uncaught error shortly after the
- * request went out to the backend.
+ * request went out to the backend (the worker dies); `/__http2_error` throws
+ * an uncaught error shaped like the ones Deno's `node:http2` raises outside
+ * a session's listeners (`code: ERR_HTTP2_ERROR`), which the worker must
+ * contain and survive.
  *
  * @module
  */
@@ -15,6 +18,11 @@ self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: stri
     if (m.t === "req" && m.path === "/__crash") {
       setTimeout(() => {
         throw new Error("test crash");
+      }, 50);
+    }
+    if (m.t === "req" && m.path === "/__http2_error") {
+      setTimeout(() => {
+        throw Object.assign(new Error("Protocol error"), { code: "ERR_HTTP2_ERROR" });
       }, 50);
     }
   }

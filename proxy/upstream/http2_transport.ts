@@ -14,6 +14,7 @@
 
 import http2 from "node:http2";
 import { concatBytes } from "../../shared/bytes.ts";
+import { containNodeHttp2Errors } from "./contain_http2.ts";
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import {
   UpstreamError,
@@ -126,7 +127,12 @@ function responseFields(headers: http2.IncomingHttpHeaders): Array<[string, stri
  * ```
  */
 export function createHttp2Transport(opts: Http2TransportOptions = {}): UpstreamTransport {
-  const connect = opts.connect ?? ((authority: string) => http2.connect(`http://${authority}`));
+  containNodeHttp2Errors();
+  const connect = opts.connect ??
+    ((authority: string) =>
+      // No server push (RFC 9113 §8.4): a PUSH_PROMISE is then a connection
+      // error PROTOCOL_ERROR, which fails that session's streams as `protocol`.
+      http2.connect(`http://${authority}`, { settings: { enablePush: false } }));
   const pool = new Map<string, Pooled>();
   /** Fails each exchange still open (for close()). */
   const live = new Set<() => void>();
@@ -147,6 +153,12 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       if (pool.get(address) === pooled) pool.delete(address);
     };
     s.once("connect", () => pooled.connected = true);
+    // A pushed stream is never wanted; one nobody listens to would turn the
+    // session's death into an uncaught exception (contain_http2.ts).
+    s.on("stream", (pushed: http2.ClientHttp2Stream) => {
+      pushed.on("error", () => {});
+      pushed.close(NGHTTP2_REFUSED_STREAM);
+    });
     // A session error also fails its streams, which report it themselves.
     s.on("error", forget);
     s.once("goaway", forget);

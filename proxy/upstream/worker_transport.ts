@@ -11,7 +11,14 @@
  *   exchange); a small complete response body comes whole with the head.
  * - Timeouts run inside the worker; the main thread keeps no per-request
  *   timer. Client abort crosses as an `abort` message (RST_STREAM CANCEL).
- * - A worker that dies fails its exchanges with kind `local` and is restarted.
+ * - A worker that dies, for any reason, fails only the exchanges it carried,
+ *   with kind `worker` (502; an idempotent request is retried once, as after
+ *   a backend reset; no backend is blamed, since the cause is not tied to
+ *   one). Its addresses move to the other workers at once; with none left
+ *   (one worker, or all restarting) a request waits for the restart, at
+ *   most {@link RESTART_WAIT_MS}. `node:http2` errors that escape their
+ *   session are caught inside the worker (`contain_http2.ts`) and fail only
+ *   that session's streams, so a misbehaving backend does not kill it.
  *
  * @module
  */
@@ -35,6 +42,9 @@ import {
 
 /** A worker that dies sooner than this after its start is restarted only after this pause. */
 const RESTART_PAUSE_MS = 1_000;
+
+/** Longest wait of a request for a worker when none is running (all restarting). */
+export const RESTART_WAIT_MS = 2 * RESTART_PAUSE_MS;
 
 /** Options of {@link createWorkerTransport}. */
 export interface WorkerTransportOptions {
@@ -77,7 +87,7 @@ class Slot {
   closedAck: (() => void) | null = null;
   /** When the current worker started (a worker that dies young is restarted after a pause). */
   startedAt = 0;
-  /** Set while a worker that died young waits to be restarted: exchanges fail at once. */
+  /** Set while a worker that died young waits to be restarted: its addresses go elsewhere. */
   restart: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly index: number) {}
@@ -104,6 +114,8 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
   let closed = false;
 
   const slots: Slot[] = [];
+  /** Requests waiting for a worker while none is running. */
+  const waiters = new Set<() => void>();
   const spawn = (slot: Slot) => {
     const worker = new Worker(url, { type: "module" });
     slot.worker = worker;
@@ -119,13 +131,19 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       if (slot.worker !== worker) return;
       worker.terminate();
       const cause = (e as ErrorEvent).error ?? (e as ErrorEvent).message;
+      const why = cause instanceof Error ? cause.message : String(cause ?? "unknown");
       for (const p of [...slot.pending.values()]) {
-        fail(p, new UpstreamError("local", "upstream worker died", { cause }));
+        fail(p, new UpstreamError("worker", `upstream worker died: ${why}`, { cause }));
       }
+      // Its addresses are pinned afresh on their next request (their
+      // sessions died with the worker).
+      for (const [address, s] of pins) if (s === slot) pins.delete(address);
+      slot.addresses = 0;
       if (closed) return;
       const again = () => {
         spawn(slot);
         opts.onWorkerRestart?.(slot.index, cause);
+        for (const wake of [...waiters]) wake();
       };
       // A worker that cannot even start would otherwise be restarted in a tight loop.
       if (performance.now() - slot.startedAt >= RESTART_PAUSE_MS) return again();
@@ -140,15 +158,43 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     slots.push(slot);
   }
 
-  const slotFor = (address: string): Slot => {
-    let slot = pins.get(address);
-    if (slot === undefined) {
-      slot = slots[0];
-      for (const s of slots) if (s.addresses < slot.addresses) slot = s;
-      slot.addresses++;
-      pins.set(address, slot);
+  /** The running worker an address is pinned to (pinned now if need be), or `null` when none runs. */
+  const slotFor = (address: string): Slot | null => {
+    const pinned = pins.get(address);
+    if (pinned !== undefined && pinned.restart === undefined) return pinned;
+    let slot: Slot | null = null;
+    for (const s of slots) {
+      if (s.restart !== undefined) continue;
+      if (slot === null || s.addresses < slot.addresses) slot = s;
     }
+    if (slot === null) return null;
+    slot.addresses++;
+    pins.set(address, slot);
     return slot;
+  };
+
+  /** Waits (bounded) for a worker to run again, then sends the exchange. */
+  const later = async (req: UpstreamRequest): Promise<UpstreamResponse> => {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const timer = setTimeout(resolve, RESTART_WAIT_MS);
+    const onAbort = () => resolve();
+    waiters.add(resolve);
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await promise;
+    } finally {
+      clearTimeout(timer);
+      waiters.delete(resolve);
+      req.signal?.removeEventListener("abort", onAbort);
+    }
+    if (!closed && !req.signal?.aborted && slots.some((s) => s.restart === undefined)) {
+      return exchange(req);
+    }
+    if (closed) throw new UpstreamError("aborted", "upstream transport closed");
+    if (req.signal?.aborted) {
+      throw new UpstreamError("aborted", "client went away", { cause: req.signal.reason });
+    }
+    throw new UpstreamError("worker", `no upstream worker running after ${RESTART_WAIT_MS} ms`);
   };
 
   /** Forgets the exchange once neither direction has anything left to carry. */
@@ -217,9 +263,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       );
     }
     const slot = slotFor(req.address);
-    if (slot.restart !== undefined) {
-      return Promise.reject(new UpstreamError("local", "upstream worker is restarting"));
-    }
+    if (slot === null) return later(req);
     const id = nextId++;
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
     const p: Pending = {
@@ -285,6 +329,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     async close() {
       if (closed) return;
       closed = true;
+      for (const wake of [...waiters]) wake();
       await Promise.all(slots.map(async (slot) => {
         if (slot.restart !== undefined) return clearTimeout(slot.restart);
         for (const p of [...slot.pending.values()]) {

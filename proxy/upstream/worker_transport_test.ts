@@ -32,13 +32,15 @@ function ok(b: TestBackend): void {
   });
   b.route("/__crash", () => {}); // never answers: the worker dies first
   b.route("/stall", () => {});
+  b.route("/__http2_error", () => {}); // never answers: the worker raises first
 }
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
 Deno.test({
   ...opts,
-  name: "a worker that dies fails its exchanges with `local`, is restarted, and pins hold",
+  name:
+    "a worker that dies fails only its exchanges, with `worker`; its addresses move to the other worker at once",
   async fn() {
     const a = await startBackend();
     const b = await startBackend();
@@ -64,19 +66,77 @@ Deno.test({
       for (const p of [inFlight, crash]) {
         const err = await p.then(() => assert.fail("must fail"), (e) => e);
         assert.ok(err instanceof UpstreamError);
-        assert.equal(err.kind, "local");
+        assert.equal(err.kind, "worker", "never `local` (400): a lost worker is a 502");
+        assert.match(err.message, /test crash/);
       }
-      // A worker that died young is restarted after a pause; meanwhile its addresses fail fast.
+      // The worker died young: while it waits to be restarted, a's requests
+      // are served by the other worker, not refused.
+      assert.deepEqual(restarts, []);
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
       await restarted.promise;
       assert.deepEqual(restarts, [0]);
-      // The other worker's exchange is untouched; the restarted worker serves a.
       assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      // The other worker's exchange is untouched.
       const race = await Promise.race([onB.then(() => "settled", () => "settled"), "pending"]);
       assert.equal(race, "pending");
     } finally {
       await t.close();
       await a.close();
       await b.close();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name:
+    "with one worker, a request that arrives while it restarts waits for it (bounded) and is served",
+  async fn() {
+    const a = await startBackend();
+    ok(a);
+    const t = createWorkerTransport({ workers: 1, workerUrl: CRASH_WORKER });
+    try {
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      const crash = t.exchange(request(a, "/__crash"));
+      const err = await crash.then(() => assert.fail("must fail"), (e) => e);
+      assert.equal(err.kind, "worker");
+      // The only worker is down for its restart pause: this request waits.
+      const res = await t.exchange(request(a, "/"));
+      assert.equal(res.status, 200);
+    } finally {
+      await t.close();
+      await a.close();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name:
+    "an uncaught node:http2 error inside a worker is contained: the worker and its other exchanges live on",
+  async fn() {
+    const a = await startBackend();
+    ok(a);
+    let restarts = 0;
+    const t = createWorkerTransport({
+      workers: 1,
+      workerUrl: CRASH_WORKER,
+      onWorkerRestart: () => void restarts++,
+    });
+    try {
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      const stalled = t.exchange({ ...request(a, "/stall"), timeoutMs: 1_500 });
+      const hit = t.exchange({ ...request(a, "/__http2_error"), timeoutMs: 1_500 });
+      // Both run to their own end (the backend never answers them): a timeout, not a dead worker.
+      for (const p of [stalled, hit]) {
+        const err = await p.then(() => assert.fail("must fail"), (e) => e);
+        assert.equal(err.kind, "timeout");
+      }
+      assert.equal((await t.exchange(request(a, "/"))).status, 200);
+      assert.equal(restarts, 0, "the worker never died");
+    } finally {
+      await t.close();
+      await a.close();
     }
   },
 });

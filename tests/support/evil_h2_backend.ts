@@ -1,0 +1,813 @@
+/**
+ * A misbehaving HTTP/2 backend for fault tests: raw h2c (prior knowledge)
+ * over a TCP socket, with a tiny frame writer of its own, that answers every
+ * request by breaking RFC 9113 (or RFC 7541, or RFC 9110) in one chosen way.
+ *
+ * Each {@link EvilCase} names one violation and the status the proxy must
+ * answer the client with: 502 when the backend broke the protocol or sent a
+ * response no client may accept, 503 when it stalled past the pool's
+ * `request_timeout_ms`, 200 for the control cases (things a peer may do).
+ * `startEvilBackend(case)` serves one case on its own loopback port, so a
+ * proxy configured with one pool per case sends each case a fresh session.
+ *
+ * The backend never decodes the client's HPACK: it only needs the stream id
+ * of each request HEADERS frame. It answers SETTINGS and PING as a peer must,
+ * so that a violation is the only thing wrong.
+ *
+ * @example
+ * ```ts
+ * const evil = await startEvilBackend(EVIL_CASES.find((c) => c.name === "push_promise")!);
+ * // route a proxy pool to evil.address, send a request, expect 502
+ * await evil.close();
+ * ```
+ *
+ * @module
+ */
+
+/** Frame types (RFC 9113 §6). */
+export const FrameType = {
+  DATA: 0x0,
+  HEADERS: 0x1,
+  PRIORITY: 0x2,
+  RST_STREAM: 0x3,
+  SETTINGS: 0x4,
+  PUSH_PROMISE: 0x5,
+  PING: 0x6,
+  GOAWAY: 0x7,
+  WINDOW_UPDATE: 0x8,
+  CONTINUATION: 0x9,
+} as const;
+
+/** Frame flags (RFC 9113 §6). */
+export const Flag = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8 } as const;
+
+/** SETTINGS identifiers (RFC 9113 §6.5.2). */
+export const Setting = {
+  HEADER_TABLE_SIZE: 0x1,
+  ENABLE_PUSH: 0x2,
+  MAX_CONCURRENT_STREAMS: 0x3,
+  INITIAL_WINDOW_SIZE: 0x4,
+  MAX_FRAME_SIZE: 0x5,
+  MAX_HEADER_LIST_SIZE: 0x6,
+} as const;
+
+const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const ENC = new TextEncoder();
+
+/** One frame: 9-byte header (length, type, flags, stream id) and payload. */
+export function frame(
+  type: number,
+  flags: number,
+  streamId: number,
+  payload: Uint8Array,
+): Uint8Array {
+  const out = new Uint8Array(9 + payload.length);
+  const n = payload.length;
+  out[0] = (n >>> 16) & 0xff;
+  out[1] = (n >>> 8) & 0xff;
+  out[2] = n & 0xff;
+  out[3] = type;
+  out[4] = flags;
+  new DataView(out.buffer).setUint32(5, streamId & 0x7fffffff);
+  out.set(payload, 9);
+  return out;
+}
+
+/** A frame header claiming `length` bytes of payload (for truncated and oversized frames). */
+export function frameHeader(
+  length: number,
+  type: number,
+  flags: number,
+  streamId: number,
+): Uint8Array {
+  const out = new Uint8Array(9);
+  out[0] = (length >>> 16) & 0xff;
+  out[1] = (length >>> 8) & 0xff;
+  out[2] = length & 0xff;
+  out[3] = type;
+  out[4] = flags;
+  new DataView(out.buffer).setUint32(5, streamId & 0x7fffffff);
+  return out;
+}
+
+/** An HPACK prefix integer (RFC 7541 §5.1) with `mask` bits of the first byte already set. */
+export function prefixInt(value: number, prefixBits: number, mask = 0): number[] {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) return [mask | value];
+  const out = [mask | max];
+  value -= max;
+  while (value >= 128) {
+    out.push((value % 128) + 128);
+    value = Math.floor(value / 128);
+  }
+  out.push(value);
+  return out;
+}
+
+/** An HPACK string literal, never Huffman-coded (RFC 7541 §5.2). */
+function hpackString(s: string): number[] {
+  const bytes = ENC.encode(s);
+  return [...prefixInt(bytes.length, 7), ...bytes];
+}
+
+/**
+ * An HPACK header block of literal fields without indexing and with literal
+ * names (RFC 7541 §6.2.2): any name, any value, case kept, nothing indexed.
+ */
+export function hpackBlock(fields: ReadonlyArray<readonly [string, string]>): Uint8Array {
+  const out: number[] = [];
+  for (const [name, value] of fields) out.push(0x00, ...hpackString(name), ...hpackString(value));
+  return new Uint8Array(out);
+}
+
+/** A SETTINGS payload from `[id, value]` pairs. */
+export function settingsPayload(pairs: ReadonlyArray<readonly [number, number]>): Uint8Array {
+  const out = new Uint8Array(pairs.length * 6);
+  const view = new DataView(out.buffer);
+  pairs.forEach(([id, value], i) => {
+    view.setUint16(i * 6, id);
+    view.setUint32(i * 6 + 2, value >>> 0);
+  });
+  return out;
+}
+
+/** A 4-byte big-endian value (WINDOW_UPDATE increment, RST_STREAM code). */
+export function u32(value: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, value >>> 0);
+  return out;
+}
+
+/** A GOAWAY payload: last stream id and error code. */
+export function goawayPayload(lastStreamId: number, code: number): Uint8Array {
+  const out = new Uint8Array(8);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, lastStreamId & 0x7fffffff);
+  view.setUint32(4, code >>> 0);
+  return out;
+}
+
+/** HEADERS with END_HEADERS (and END_STREAM when `end`). */
+export function headersFrame(
+  streamId: number,
+  fields: ReadonlyArray<readonly [string, string]>,
+  end: boolean,
+): Uint8Array {
+  return frame(
+    FrameType.HEADERS,
+    Flag.END_HEADERS | (end ? Flag.END_STREAM : 0),
+    streamId,
+    hpackBlock(fields),
+  );
+}
+
+/** DATA (with END_STREAM when `end`). */
+export function dataFrame(streamId: number, body: Uint8Array | string, end: boolean): Uint8Array {
+  const bytes = typeof body === "string" ? ENC.encode(body) : body;
+  return frame(FrameType.DATA, end ? Flag.END_STREAM : 0, streamId, bytes);
+}
+
+/** A complete, valid `200` answer with a small body. */
+export function okAnswer(streamId: number, body = "ok"): Uint8Array[] {
+  return [
+    headersFrame(streamId, [[":status", "200"], ["content-length", String(body.length)]], false),
+    dataFrame(streamId, body, true),
+  ];
+}
+
+/** What a case can do to the connection it is answering on. */
+export interface EvilPeer {
+  /** Writes bytes (frames or anything else) in order. */
+  write(...chunks: Uint8Array[]): Promise<void>;
+  /** Closes the TCP connection (after what was written). */
+  close(): void;
+  /** Waits `ms` (bounded by the backend's close). */
+  sleep(ms: number): Promise<void>;
+}
+
+/** One misbehaviour and what the proxy must answer for it. */
+export interface EvilCase {
+  /** Short id (also the pool name and path prefix in the fault test). */
+  readonly name: string;
+  /** What the backend does, and which rule it breaks. */
+  readonly description: string;
+  /** The status the client must get: 502 (violation), 503 (stall) or 200 (a control case). */
+  readonly expect: 200 | 502 | 503;
+  /**
+   * Runs as soon as the connection's preface arrived, before the backend's
+   * own SETTINGS; return `false` to send no SETTINGS and stop reading.
+   */
+  readonly onConnect?: (peer: EvilPeer) => Promise<boolean | void>;
+  /** Answers the request HEADERS on `streamId` (every request of the connection). */
+  readonly answer?: (peer: EvilPeer, streamId: number) => Promise<void>;
+}
+
+/** RFC 9113 §7 error codes the cases use. */
+const PROTOCOL_ERROR = 0x1;
+const NO_ERROR = 0x0;
+
+/**
+ * The corpus. Each case breaks exactly one rule on an otherwise well-behaved
+ * connection; control cases (`expect: 200`) do things a backend may do.
+ */
+export const EVIL_CASES: readonly EvilCase[] = [
+  {
+    name: "control_ok",
+    description: "a well-formed answer (the corpus's own sanity check)",
+    expect: 200,
+    answer: (p, id) => p.write(...okAnswer(id)),
+  },
+  {
+    name: "control_unknown_frame",
+    description: "an unknown frame type 0xfa before the answer (RFC 9113 §4.1: must be ignored)",
+    expect: 200,
+    answer: (p, id) => p.write(frame(0xfa, 0, id, new Uint8Array(8)), ...okAnswer(id)),
+  },
+  {
+    name: "control_informational",
+    description: "103 Early Hints, then 200 (RFC 9113 §8.1: 1xx heads before the final one)",
+    expect: 200,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "103"], ["link", "</a.css>; rel=preload"]], false),
+        ...okAnswer(id),
+      ),
+  },
+  {
+    name: "push_promise",
+    description:
+      "PUSH_PROMISE although the client sent ENABLE_PUSH 0 (RFC 9113 §8.4: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(
+          FrameType.PUSH_PROMISE,
+          Flag.END_HEADERS,
+          id,
+          new Uint8Array([
+            0,
+            0,
+            0,
+            2,
+            ...hpackBlock([[":method", "GET"], [":scheme", "http"], [":path", "/pushed"], [
+              ":authority",
+              "x",
+            ]]),
+          ]),
+        ),
+        ...okAnswer(id),
+      ),
+  },
+  {
+    name: "data_on_stream_0",
+    description: "DATA on stream 0 (RFC 9113 §6.1: connection error PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) => p.write(dataFrame(0, "x", false), ...okAnswer(id)),
+  },
+  {
+    name: "headers_on_stream_0",
+    description: "HEADERS on stream 0 (RFC 9113 §6.2: connection error PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p) => p.write(headersFrame(0, [[":status", "200"]], true)),
+  },
+  {
+    name: "bad_hpack_index",
+    description:
+      "HEADERS referencing index 70 of an empty dynamic table (RFC 7541 §2.3.3: COMPRESSION_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(
+          FrameType.HEADERS,
+          Flag.END_HEADERS | Flag.END_STREAM,
+          id,
+          new Uint8Array(prefixInt(70, 7, 0x80)),
+        ),
+      ),
+  },
+  {
+    name: "hpack_index_0",
+    description: "HEADERS with indexed field 0 (RFC 7541 §6.1: decoding error)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, id, new Uint8Array([0x80])),
+      ),
+  },
+  {
+    name: "hpack_table_size_over_limit",
+    description:
+      "a dynamic table size update above the client's SETTINGS_HEADER_TABLE_SIZE (RFC 7541 §6.3)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(
+          FrameType.HEADERS,
+          Flag.END_HEADERS | Flag.END_STREAM,
+          id,
+          new Uint8Array([...prefixInt(1 << 30, 5, 0x20), ...hpackBlock([[":status", "200"]])]),
+        ),
+      ),
+  },
+  {
+    name: "oversized_frame",
+    description:
+      "a 20,000-byte DATA frame above the client's 16,384 SETTINGS_MAX_FRAME_SIZE (RFC 9113 §4.2: FRAME_SIZE_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["content-length", "20000"]], false),
+        dataFrame(id, new Uint8Array(20_000), true),
+      ),
+  },
+  {
+    name: "window_overflow_connection",
+    description:
+      "WINDOW_UPDATE on stream 0 taking the window above 2^31-1 (RFC 9113 §6.9.1: FLOW_CONTROL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0x7fffffff))).then(() => p.sleep(100)).then(
+        () => p.write(...okAnswer(id)),
+      ),
+  },
+  {
+    name: "window_overflow_stream",
+    description:
+      "WINDOW_UPDATE on the request's stream taking its window above 2^31-1 (RFC 9113 §6.9.1)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.WINDOW_UPDATE, 0, id, u32(0x7fffffff))).then(() => p.sleep(100)).then(
+        () => p.write(...okAnswer(id)),
+      ),
+  },
+  {
+    name: "window_update_zero",
+    description:
+      "WINDOW_UPDATE with increment 0 on stream 0 (RFC 9113 §6.9: connection error PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0))).then(() => p.sleep(100)).then(() =>
+        p.write(...okAnswer(id))
+      ),
+  },
+  {
+    name: "rst_stream_0",
+    description: "RST_STREAM on stream 0 (RFC 9113 §6.4: connection error PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.RST_STREAM, 0, 0, u32(PROTOCOL_ERROR))).then(() => p.sleep(100)).then(
+        () => p.write(...okAnswer(id)),
+      ),
+  },
+  {
+    name: "settings_enable_push_2",
+    description: "SETTINGS_ENABLE_PUSH 2 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.ENABLE_PUSH, 2]]))).then(
+        () => p.sleep(100),
+      ).then(() => p.write(...okAnswer(id))),
+  },
+  {
+    name: "settings_initial_window_too_big",
+    description: "SETTINGS_INITIAL_WINDOW_SIZE 2^31 (RFC 9113 §6.5.2: FLOW_CONTROL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(
+          FrameType.SETTINGS,
+          0,
+          0,
+          settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 0x80000000]]),
+        ),
+      ).then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
+  },
+  {
+    name: "settings_max_frame_too_small",
+    description: "SETTINGS_MAX_FRAME_SIZE 16,383 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.MAX_FRAME_SIZE, 16_383]])))
+        .then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
+  },
+  {
+    name: "settings_bad_length",
+    description: "SETTINGS whose length is not a multiple of 6 (RFC 9113 §6.5: FRAME_SIZE_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.SETTINGS, 0, 0, new Uint8Array(5))).then(() => p.sleep(100)).then(
+        () => p.write(...okAnswer(id)),
+      ),
+  },
+  {
+    name: "settings_on_stream",
+    description:
+      "SETTINGS on the request's stream (RFC 9113 §6.5: connection error PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.SETTINGS, 0, id, new Uint8Array(0))).then(() => p.sleep(100)).then(
+        () => p.write(...okAnswer(id)),
+      ),
+  },
+  {
+    name: "http1_reply",
+    description: "an HTTP/1.1 response instead of the server preface (RFC 9113 §3.4)",
+    expect: 502,
+    onConnect: async (p) => {
+      await p.write(
+        ENC.encode("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"),
+      );
+      p.close();
+      return false;
+    },
+  },
+  {
+    name: "goaway_mid_response",
+    description:
+      "HEADERS and part of a declared 1,000-byte body, then GOAWAY PROTOCOL_ERROR and close",
+    expect: 502,
+    answer: async (p, id) => {
+      await p.write(
+        headersFrame(id, [[":status", "200"], ["content-length", "1000"]], false),
+        dataFrame(id, new Uint8Array(100), false),
+        frame(FrameType.GOAWAY, 0, 0, goawayPayload(id, PROTOCOL_ERROR)),
+      );
+      await p.sleep(50);
+      p.close();
+    },
+  },
+  {
+    name: "goaway_then_close",
+    description:
+      "GOAWAY NO_ERROR naming the request's stream as processed, then close without answering",
+    expect: 502,
+    answer: async (p, id) => {
+      await p.write(frame(FrameType.GOAWAY, 0, 0, goawayPayload(id, NO_ERROR)));
+      await p.sleep(50);
+      p.close();
+    },
+  },
+  {
+    name: "headers_on_even_stream",
+    description:
+      "HEADERS on server-initiated stream 2 never promised (RFC 9113 §5.1.1: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(2, [[":status", "200"]], true)).then(() => p.sleep(100)).then(() =>
+        p.write(...okAnswer(id))
+      ),
+  },
+  {
+    name: "continuation_without_headers",
+    description:
+      "CONTINUATION on the request's stream with no HEADERS before it (RFC 9113 §6.10: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(frame(FrameType.CONTINUATION, Flag.END_HEADERS, id, hpackBlock([[":status", "200"]])))
+        .then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
+  },
+  {
+    name: "interleaved_headers",
+    description:
+      "HEADERS without END_HEADERS, then a DATA frame before its CONTINUATION (RFC 9113 §6.10: PROTOCOL_ERROR)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        frame(FrameType.HEADERS, 0, id, hpackBlock([[":status", "200"]])),
+        dataFrame(id, "x", true),
+      ),
+  },
+  {
+    name: "data_before_headers",
+    description: "DATA on the request's stream before any HEADERS (RFC 9113 §8.1: malformed)",
+    expect: 502,
+    answer: (p, id) => p.write(dataFrame(id, "early", true)),
+  },
+  {
+    name: "truncated_frame_then_close",
+    description: "a HEADERS frame header claiming 100 bytes, 10 sent, then close",
+    expect: 502,
+    answer: async (p, id) => {
+      await p.write(frameHeader(100, FrameType.HEADERS, Flag.END_HEADERS, id), new Uint8Array(10));
+      await p.sleep(50);
+      p.close();
+    },
+  },
+  {
+    name: "close_without_answer",
+    description: "the connection closed right after the request arrived",
+    expect: 502,
+    answer: (p) => Promise.resolve(p.close()),
+  },
+  {
+    name: "rst_stream_internal",
+    description: "RST_STREAM INTERNAL_ERROR on the request's stream before any answer",
+    expect: 502,
+    answer: (p, id) => p.write(frame(FrameType.RST_STREAM, 0, id, u32(0x2))),
+  },
+  {
+    name: "status_099",
+    description: ":status 099 (RFC 9110 §15: status codes are 100-599)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(id, [[":status", "099"], ["content-length", "0"]], true)),
+  },
+  {
+    name: "status_600",
+    description: ":status 600 (RFC 9110 §15: status codes are 100-599)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(id, [[":status", "600"], ["content-length", "0"]], true)),
+  },
+  {
+    name: "status_101",
+    description: ":status 101 (RFC 9113 §8.6: no Upgrade in HTTP/2)",
+    expect: 502,
+    answer: (p, id) => p.write(headersFrame(id, [[":status", "101"]], true)),
+  },
+  {
+    name: "status_not_a_number",
+    description: ":status 2x0 (RFC 9113 §8.3.2: a three-digit code)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(id, [[":status", "2x0"], ["content-length", "0"]], true)),
+  },
+  {
+    name: "status_missing",
+    description: "a response HEADERS without :status (RFC 9113 §8.3.2: malformed)",
+    expect: 502,
+    answer: (p, id) => p.write(headersFrame(id, [["content-length", "0"]], true)),
+  },
+  {
+    name: "status_twice",
+    description: "two :status fields (RFC 9113 §8.3: malformed)",
+    expect: 502,
+    answer: (p, id) => p.write(headersFrame(id, [[":status", "200"], [":status", "204"]], true)),
+  },
+  {
+    name: "request_pseudo_in_response",
+    description: "a :path pseudo-header in a response (RFC 9113 §8.3: malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], [":path", "/x"], ["content-length", "0"]], true),
+      ),
+  },
+  {
+    name: "pseudo_after_regular",
+    description: ":status after a regular field (RFC 9113 §8.3: malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(id, [["content-length", "0"], [":status", "200"]], true)),
+  },
+  {
+    name: "uppercase_header_name",
+    description: "a field named X-Evil (RFC 9113 §8.2.1: uppercase names are malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["X-Evil", "1"], ["content-length", "0"]], true),
+      ),
+  },
+  {
+    name: "connection_header",
+    description:
+      "a connection: close field (RFC 9113 §8.2.2: connection-specific fields are malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(
+          id,
+          [[":status", "200"], ["connection", "close"], ["content-length", "0"]],
+          true,
+        ),
+      ),
+  },
+  {
+    name: "transfer_encoding_header",
+    description: "transfer-encoding: chunked (RFC 9113 §8.2.2: connection-specific)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(headersFrame(id, [[":status", "200"], ["transfer-encoding", "chunked"]], true)),
+  },
+  {
+    name: "keep_alive_header",
+    description: "keep-alive: timeout=5 (RFC 9113 §8.2.2: connection-specific)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(
+          id,
+          [[":status", "200"], ["keep-alive", "timeout=5"], ["content-length", "0"]],
+          true,
+        ),
+      ),
+  },
+  {
+    name: "header_value_crlf",
+    description: "a field value with CR LF (RFC 9113 §8.2.1: malformed; response splitting)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["x-split", "a\r\nset-cookie: evil=1"], [
+          "content-length",
+          "0",
+        ]], true),
+      ),
+  },
+  {
+    name: "header_name_space",
+    description: "a field name with a space (RFC 9113 §8.2.1: malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["x evil", "1"], ["content-length", "0"]], true),
+      ),
+  },
+  {
+    name: "content_length_mismatch",
+    description: "content-length 10 with 5 body bytes and END_STREAM (RFC 9113 §8.1.1: malformed)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["content-length", "10"]], false),
+        dataFrame(id, "12345", true),
+      ),
+  },
+  {
+    name: "content_length_twice",
+    description: "two different content-length values (RFC 9110 §8.6: invalid)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(
+          id,
+          [[":status", "200"], ["content-length", "2"], ["content-length", "3"]],
+          false,
+        ),
+        dataFrame(id, "ok", true),
+      ),
+  },
+  {
+    name: "trailer_with_pseudo",
+    description: "trailers carrying :status (RFC 9113 §8.1: pseudo-headers only in the head)",
+    expect: 502,
+    answer: (p, id) =>
+      p.write(
+        headersFrame(id, [[":status", "200"], ["content-length", "2"]], false),
+        dataFrame(id, "ok", false),
+        headersFrame(id, [[":status", "500"]], true),
+      ),
+  },
+  {
+    name: "stall",
+    description: "the request is never answered (the pool's request_timeout_ms applies)",
+    expect: 503,
+    answer: () => Promise.resolve(),
+  },
+];
+
+/** A running evil backend. */
+export interface EvilBackend {
+  /** The case it serves. */
+  readonly case: EvilCase;
+  /** `127.0.0.1:port`. */
+  readonly address: string;
+  readonly port: number;
+  /** TCP connections accepted so far. */
+  readonly connections: () => number;
+  /** Request HEADERS frames seen so far. */
+  readonly requests: () => number;
+  /** Stops listening and closes every connection. */
+  close(): Promise<void>;
+}
+
+/** Starts a backend serving `evil` on a free loopback port. */
+export function startEvilBackend(evil: EvilCase): EvilBackend {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns = new Set<Deno.Conn>();
+  let connections = 0;
+  let requests = 0;
+  let closed = false;
+  const closing = Promise.withResolvers<void>();
+
+  const serve = async (conn: Deno.Conn) => {
+    connections++;
+    conns.add(conn);
+    let open = true;
+    const peer: EvilPeer = {
+      async write(...chunks) {
+        for (const c of chunks) {
+          if (!open) return;
+          try {
+            let off = 0;
+            while (off < c.length) off += await conn.write(c.subarray(off));
+          } catch {
+            open = false;
+          }
+        }
+      },
+      close() {
+        if (!open) return;
+        open = false;
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      },
+      sleep: (ms) =>
+        new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, ms);
+          closing.promise.then(() => {
+            clearTimeout(t);
+            resolve();
+          });
+        }),
+    };
+    const buf = new Uint8Array(64 * 1024);
+    let pending = new Uint8Array(0);
+    const read = async (): Promise<boolean> => {
+      let n: number | null = null;
+      try {
+        n = await conn.read(buf);
+      } catch {
+        n = null;
+      }
+      if (n === null) return false;
+      const next = new Uint8Array(pending.length + n);
+      next.set(pending);
+      next.set(buf.subarray(0, n), pending.length);
+      pending = next;
+      return true;
+    };
+    try {
+      while (pending.length < PREFACE.length) if (!(await read())) return;
+      pending = pending.subarray(PREFACE.length);
+      if (evil.onConnect !== undefined && (await evil.onConnect(peer)) === false) return;
+      await peer.write(
+        frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.MAX_CONCURRENT_STREAMS, 100]])),
+      );
+      for (;;) {
+        while (pending.length >= 9) {
+          const len = (pending[0] << 16) | (pending[1] << 8) | pending[2];
+          if (pending.length < 9 + len) break;
+          const type = pending[3];
+          const flags = pending[4];
+          const sid = new DataView(pending.buffer, pending.byteOffset + 5, 4).getUint32(0) &
+            0x7fffffff;
+          const payload = pending.slice(9, 9 + len);
+          pending = pending.subarray(9 + len);
+          if (type === FrameType.SETTINGS && (flags & Flag.ACK) === 0) {
+            await peer.write(frame(FrameType.SETTINGS, Flag.ACK, 0, new Uint8Array(0)));
+          } else if (type === FrameType.PING && (flags & Flag.ACK) === 0) {
+            await peer.write(frame(FrameType.PING, Flag.ACK, 0, payload));
+          } else if (type === FrameType.HEADERS && sid % 2 === 1) {
+            requests++;
+            // Answers run concurrently, as a server's handlers would.
+            evil.answer?.(peer, sid).catch(() => {});
+          }
+        }
+        if (!open || !(await read())) return;
+      }
+    } finally {
+      peer.close();
+      conns.delete(conn);
+    }
+  };
+
+  const accepting = (async () => {
+    for (;;) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch {
+        return;
+      }
+      if (closed) {
+        conn.close();
+        return;
+      }
+      serve(conn).catch(() => {});
+    }
+  })();
+
+  const addr = listener.addr as Deno.NetAddr;
+  return {
+    case: evil,
+    address: `127.0.0.1:${addr.port}`,
+    port: addr.port,
+    connections: () => connections,
+    requests: () => requests,
+    async close() {
+      if (closed) return;
+      closed = true;
+      closing.resolve();
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch { /* already closed */ }
+      }
+      await accepting;
+    },
+  };
+}
