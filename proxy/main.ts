@@ -274,7 +274,11 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       hostname: config.listen.address,
       port,
       tls: { cert, key },
-      handler: tcpFallbackHandler(runtime.handler, port, { done: sink.finished }),
+      handler: tcpFallbackHandler(runtime.handler, port, {
+        done: sink.finished,
+        maxBackendStreamsPerConnection: config.limits.max_backend_streams_per_connection,
+        writeStallMs: config.limits.request_idle_timeout_ms,
+      }),
       limits: {
         maxConnections: l.tcp_max_connections === "auto"
           ? fallbackMaxConnections(readProcessLimits(), config.admin?.max_connections ?? 0)

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { idleWatch } from "../../shared/deadline.ts";
 import { type RequestHead, responseHasNoBody } from "../h3/mod.ts";
 import { errorResponse } from "./error_response.ts";
 import type { OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
@@ -18,6 +19,16 @@ export interface TcpFallbackOptions {
    * client left): the same finished-request sink the HTTP/3 server feeds.
    */
   done?: (record: RequestRecord) => void;
+  /**
+   * Requests one TCP connection may have in flight to one pool (HTTP/2
+   * multiplexes many); past it the application answers 503. Default: no limit.
+   */
+  maxBackendStreamsPerConnection?: number;
+  /**
+   * A response body the client takes none of for this long (ms) is cut and
+   * its backend stream reset, as on HTTP/3. Default: no bound.
+   */
+  writeStallMs?: number;
 }
 
 /**
@@ -40,6 +51,10 @@ export function tcpFallbackHandler(
 ): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
   const altSvc = `h3=":${h3Port}"; ma=86400`;
   const done = opts.done;
+  const stallMs = opts.writeStallMs;
+  const share = opts.maxBackendStreamsPerConnection;
+  /** Per connection (`host:port` of the peer), requests in flight per pool. */
+  const claims = new Map<string, Map<string, number>>();
   return async (req, info) => {
     const started = performance.now();
     const target = requestTarget(req.url);
@@ -56,9 +71,33 @@ export function tcpFallbackHandler(
     };
     const addr = info.remoteAddr as Deno.NetAddr;
     const remote = { hostname: addr.hostname, port: addr.port };
+    let claimed: { conn: string; key: string } | undefined;
+    const claimBackendStream = share === undefined ? undefined : (key: string) => {
+      if (claimed !== undefined) return claimed.key === key;
+      const conn = `${addr.hostname}:${addr.port}`;
+      const perKey = claims.get(conn) ?? new Map<string, number>();
+      const n = perKey.get(key) ?? 0;
+      if (n >= share) return false;
+      perKey.set(key, n + 1);
+      claims.set(conn, perKey);
+      claimed = { conn, key };
+      return true;
+    };
+    const release = () => {
+      if (claimed === undefined) return;
+      const perKey = claims.get(claimed.conn);
+      const n = (perKey?.get(claimed.key) ?? 1) - 1;
+      if (n > 0) perKey!.set(claimed.key, n);
+      else {
+        perKey?.delete(claimed.key);
+        if (perKey?.size === 0) claims.delete(claimed.conn);
+      }
+      claimed = undefined;
+    };
+    if (share !== undefined) info.completed.then(release, release);
     let res: OutgoingResponse;
     try {
-      res = await handler({ head, body: req.body, remote, signal: req.signal });
+      res = await handler({ head, body: req.body, remote, signal: req.signal, claimBackendStream });
     } catch {
       res = errorResponse(500, "internal_error", "internal proxy error");
     }
@@ -72,25 +111,50 @@ export function tcpFallbackHandler(
       if (res.body instanceof Uint8Array) {
         body = res.body as Uint8Array<ArrayBuffer>;
         bytes = res.body.length;
-      } else if (res.body instanceof ReadableStream && done !== undefined) {
+      } else if (
+        res.body instanceof ReadableStream && (done !== undefined || stallMs !== undefined)
+      ) {
         // Counted as it goes: the sink learns how much was sent and whether
-        // the body ended, broke, or was dropped by a client that left.
+        // the body ended, broke, or was dropped by a client that left. A
+        // client that takes nothing for writeStallMs (no pull) is cut, and
+        // the backend stream with it.
         const reader = res.body.getReader();
+        let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
+        const stall = stallMs === undefined ? undefined : idleWatch(stallMs, () => {
+          outcome = "broken";
+          const err = new Error(`the client accepted no response data for ${stallMs} ms`);
+          reader.cancel(err).catch(() => {});
+          try {
+            ctrl?.error(err);
+          } catch {
+            // already closed
+          }
+        });
+        stall?.pause();
         body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            ctrl = controller;
+          },
           async pull(controller) {
+            stall?.pause();
             try {
               const r = await reader.read();
-              if (r.done) controller.close();
-              else {
+              if (r.done) {
+                stall?.cancel();
+                controller.close();
+              } else {
                 bytes += r.value.length;
                 controller.enqueue(r.value);
+                stall?.touch();
               }
             } catch (err) {
+              stall?.cancel();
               outcome = "broken";
               controller.error(err);
             }
           },
           cancel(reason) {
+            stall?.cancel();
             outcome = "aborted";
             return reader.cancel(reason);
           },

@@ -98,3 +98,45 @@ for (
     assert.ok(cancelled);
   });
 }
+
+Deno.test("tcp fallback: one connection's requests in flight to a pool are capped; the claim is freed when the response is done", async () => {
+  const claims: boolean[] = [];
+  const handler = (req: IncomingRequest): Promise<OutgoingResponse> => {
+    claims.push(req.claimBackendStream?.("api") ?? true);
+    return Promise.resolve({ status: 200, headers: [], body: null });
+  };
+  const serve = tcpFallbackHandler(handler, 443, { maxBackendStreamsPerConnection: 1 });
+  const first = Promise.withResolvers<void>();
+  const conn = (completed: Promise<void>, port = 50123) =>
+    ({
+      remoteAddr: { transport: "tcp", hostname: "192.0.2.7", port },
+      completed,
+    }) as unknown as Deno.ServeHandlerInfo;
+  await serve(new Request("https://a.test/1"), conn(first.promise));
+  await serve(new Request("https://a.test/2"), conn(new Promise(() => {})));
+  await serve(new Request("https://a.test/3"), conn(Promise.resolve(), 50124));
+  first.resolve();
+  await new Promise((r) => setTimeout(r, 0));
+  await serve(new Request("https://a.test/4"), conn(Promise.resolve()));
+  assert.deepEqual(claims, [true, false, true, true]);
+});
+
+Deno.test("tcp fallback: a response body the client takes none of for writeStallMs is cut and its source cancelled", async () => {
+  let cancelled: unknown = null;
+  const source = new ReadableStream<Uint8Array>({
+    pull: (c) => c.enqueue(new Uint8Array(10)),
+    cancel: (reason) => void (cancelled = reason),
+  }, { highWaterMark: 0 });
+  const serve = tcpFallbackHandler(
+    () => Promise.resolve({ status: 200, headers: [], body: source }),
+    443,
+    { writeStallMs: 50 },
+  );
+  const res = await serve(new Request("https://a.test/big"), INFO);
+  const reader = res.body!.getReader();
+  assert.equal((await reader.read()).value?.length, 10);
+  // The client stops reading here.
+  for (let i = 0; i < 100 && cancelled === null; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cancelled instanceof Error && /accepted no response data/.test(cancelled.message));
+  await assert.rejects(reader.read());
+});
