@@ -12,7 +12,17 @@
  *
  * @module
  */
-export { buildOpenApiDocument, createApp, DEFAULT_BASE_PATH, type PaymentsDeps } from "./app.ts";
+export {
+  basePathsOf,
+  buildOpenApiDocument,
+  createApp,
+  DEFAULT_BASE_PATH,
+  DEFAULT_BASE_PATHS,
+  DEFAULT_CORS_ORIGINS,
+  INTUIT_TID,
+  type PaymentsDeps,
+} from "./app.ts";
+export { type Cidr, parseCidr, rateLimitAddress } from "./client_address.ts";
 export {
   generateToken,
   type PaymentsServer,
