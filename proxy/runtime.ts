@@ -345,6 +345,7 @@ export class ProxyRuntime {
       latency: this.metrics.latency.snapshot(),
       activeConnections: this.metrics.activeConnections,
       rejectedConnections: this.metrics.rejectedConnections,
+      quic: this.metrics.quicSocket?.(),
       tcpListeners: [...this.metrics.tcpListeners].map(([listener, read]) => ({
         listener,
         ...read(),

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { TcpListenerView } from "./prometheus.ts";
+import type { QuicSocketView, TcpListenerView } from "./prometheus.ts";
 import { Histogram } from "./histogram.ts";
 
 /** Names of the spec's counters, in a fixed order. */
@@ -125,6 +125,9 @@ export class ProxyMetrics {
    * registers one reader per listener (`tcp_fallback`, `admin`).
    */
   readonly tcpListeners = new Map<string, () => Omit<TcpListenerView, "listener">>();
+
+  /** The QUIC socket's figures, read at each scrape (main.ts sets the reader). */
+  quicSocket?: () => QuicSocketView;
 
   /** Counts a connection turned away by the admission limits. */
   recordRejected(reason: string): void {

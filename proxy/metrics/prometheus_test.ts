@@ -37,6 +37,7 @@ function view(): MetricsView {
     latency: m.latency.snapshot(),
     activeConnections: 1,
     activeStreams: 0,
+    quic: { handshakes: 3, receiveBufferBytes: 212992, rcvbufErrors: 47, socketDrops: 5 },
     version: "1.2.3",
     uptimeSeconds: 5,
     startTimeSeconds: 1_700_000_000,
@@ -166,4 +167,15 @@ Deno.test({
     assert.equal(out.code, 0, msg);
     assert.equal(msg.trim(), "", msg);
   },
+});
+
+Deno.test("prometheus: the QUIC socket's handshakes and UDP drop counters; a figure Linux does not give is left out", () => {
+  const text = renderPrometheus(view());
+  assert.match(text, /^spooky_quic_handshakes 3$/m);
+  assert.match(text, /^spooky_quic_receive_buffer_bytes 212992$/m);
+  assert.match(text, /^spooky_udp_receive_buffer_errors_total 47$/m);
+  assert.match(text, /^spooky_quic_socket_drops_total 5$/m);
+  const partial = renderPrometheus({ ...view(), quic: { handshakes: 0 } });
+  assert.match(partial, /^spooky_quic_handshakes 0$/m);
+  assert.doesNotMatch(partial, /^spooky_quic_socket_drops_total \d/m);
 });
