@@ -244,6 +244,11 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   const receiveBuffer = readReceiveBufferSysctl();
   const bufferWarning = receiveBufferWarning(receiveBuffer);
   if (bufferWarning) log.warn(bufferWarning);
+  metrics.quicSocket = () => ({
+    handshakes: transport.handshakes,
+    receiveBufferBytes: receiveBuffer.rmemDefault,
+    ...readUdpStats(transport.addr.port),
+  });
   const server = new H3Server(transport, {
     handler: runtime.handler,
     maxFieldSectionSize: config.limits.max_header_list_size,
