@@ -1,0 +1,251 @@
+/**
+ * Issue #21.8: the deployment examples in examples/deploy/ are checked as far
+ * as this machine allows.
+ *
+ * - systemd units: `systemd-analyze verify` (Debian's systemd package) must
+ *   print nothing. It checks that ExecStart's binary exists, so the test
+ *   verifies a copy whose `/usr/local/bin/deno` is this machine's deno.
+ * - container files: no container engine runs here, so the file is parsed
+ *   and its instructions are carried out against the repository in a temp
+ *   directory (the image's `/` is that directory): WORKDIR, COPY (only what
+ *   is copied exists, so the entry point's imports must all be there), every
+ *   RUN command (with `chown` to the image's `deno` user a no-op when this
+ *   machine has no such user), then CMD, which must start and serve. For
+ *   CMD, loopback stands in for 0.0.0.0, port 0 for the fixed port, and a
+ *   test configuration for the mounted `/etc/spooky/proxy.yaml`.
+ */
+import assert from "node:assert/strict";
+import { testCerts } from "./support/proxy_process.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const DEPLOY = `${ROOT}examples/deploy/`;
+
+async function run(cmd: string, args: string[], opts: Deno.CommandOptions = {}) {
+  const out = await new Deno.Command(cmd, {
+    args,
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+    signal: AbortSignal.timeout(120_000),
+    ...opts,
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+async function hasCommand(name: string): Promise<boolean> {
+  return (await run("bash", ["-c", `command -v ${name}`])).code === 0;
+}
+
+Deno.test({
+  name: "deploy: the systemd units pass systemd-analyze verify without a word",
+  ignore: !(await hasCommand("systemd-analyze")),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "spooky-units-" });
+    try {
+      const units: string[] = [];
+      for (const name of ["spooky.service", "payments.service"]) {
+        const text = await Deno.readTextFile(`${DEPLOY}${name}`);
+        // What the issue asks of a production unit.
+        assert.match(text, /^Restart=on-failure$/m, name);
+        assert.match(text, /^User=\w+$/m, name);
+        assert.match(text, /^LimitNOFILE=\d+$/m, name);
+        assert.match(text, /^ExecStart=\/usr\/local\/bin\/deno run -A /m, name);
+        await Deno.writeTextFile(
+          `${dir}/${name}`,
+          text.replaceAll("/usr/local/bin/deno", Deno.execPath()),
+        );
+        units.push(`${dir}/${name}`);
+      }
+      const proxy = await Deno.readTextFile(`${DEPLOY}spooky.service`);
+      assert.match(proxy, /^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+      assert.match(proxy, /^AmbientCapabilities=CAP_NET_BIND_SERVICE$/m);
+      assert.match(proxy, /^ExecStartPre=.* --check -c /m);
+      const r = await run("systemd-analyze", ["verify", ...units]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr + r.stdout, "", "systemd-analyze verify has a complaint");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+/** One instruction of a container file. */
+interface Instruction {
+  op: string;
+  arg: string;
+}
+
+/** Parses a container file: instructions with their arguments (continuations joined, comments dropped). */
+export function parseContainerfile(text: string): Instruction[] {
+  const out: Instruction[] = [];
+  let pending = "";
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (pending === "" && (line === "" || line.startsWith("#"))) continue;
+    if (line.endsWith("\\")) {
+      pending += line.slice(0, -1) + " ";
+      continue;
+    }
+    const full = pending + line;
+    pending = "";
+    const m = /^([A-Za-z]+)\s+(.*)$/.exec(full);
+    assert.ok(m, `cannot parse: ${full}`);
+    out.push({ op: m[1].toUpperCase(), arg: m[2].trim() });
+  }
+  return out;
+}
+
+/** Carries out a container file's build against the repository in `root` (the image's `/`). */
+async function build(file: string, root: string) {
+  const steps = parseContainerfile(await Deno.readTextFile(`${DEPLOY}${file}`));
+  const ciRun = await Deno.readTextFile(`${ROOT}.ci/run`);
+  const wantDeno = /^want_deno="([^"]+)"/m.exec(ciRun)![1];
+  let workdir = "/";
+  let cmd: string[] | undefined;
+  let user: string | undefined;
+  const env: Record<string, string> = {};
+  // The image's user does not exist here: chown to it is a no-op.
+  const shims = `${root}/.shims`;
+  await Deno.mkdir(shims);
+  if ((await run("id", ["deno"])).code !== 0) {
+    await Deno.writeTextFile(`${shims}/chown`, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  }
+  const at = (p: string) => `${root}${p.startsWith("/") ? p : `${workdir}/${p}`}`;
+  for (const { op, arg } of steps) {
+    switch (op) {
+      case "FROM":
+        assert.equal(arg, `docker.io/denoland/deno:${wantDeno}`, "the Deno CI tests with");
+        break;
+      case "WORKDIR":
+        workdir = arg.startsWith("/") ? arg : `${workdir}/${arg}`;
+        await Deno.mkdir(at(workdir), { recursive: true });
+        break;
+      case "ENV": {
+        const [k, ...v] = arg.split(/[= ]/);
+        env[k] = v.join("=");
+        break;
+      }
+      case "COPY": {
+        const parts = arg.split(/\s+/);
+        const dest = parts.pop()!;
+        for (const src of parts) {
+          const from = `${ROOT}${src.replace(/\/$/, "")}`;
+          let r;
+          if ((await Deno.stat(from)).isDirectory) {
+            // A directory's contents go into the destination directory.
+            await Deno.mkdir(at(dest), { recursive: true });
+            r = await run("cp", ["-R", `${from}/.`, at(dest)]);
+          } else {
+            const target = dest.endsWith("/") ? `${at(dest)}${src.split("/").pop()}` : at(dest);
+            await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), { recursive: true });
+            r = await run("cp", [from, target]);
+          }
+          assert.equal(r.code, 0, r.stderr);
+        }
+        break;
+      }
+      case "RUN": {
+        const r = await run("sh", ["-c", arg], {
+          cwd: at(workdir),
+          env: { ...env, PATH: `${shims}:${Deno.env.get("PATH")}`, NO_COLOR: "1" },
+        });
+        assert.equal(r.code, 0, `RUN ${arg}\n${r.stdout}${r.stderr}`);
+        break;
+      }
+      case "USER":
+        user = arg;
+        break;
+      case "CMD":
+        cmd = JSON.parse(arg);
+        break;
+      case "EXPOSE":
+      case "VOLUME":
+        break;
+      default:
+        assert.fail(`instruction ${op} not understood by this test`);
+    }
+  }
+  assert.ok(cmd, "no CMD");
+  assert.equal(user, "deno", "runs as the image's unprivileged user");
+  return { cmd, cwd: at(workdir), env };
+}
+
+/** Runs CMD until it prints `Listening on …:<port>`, then stops it with SIGTERM; exit 0 expected. */
+async function runUntilListening(
+  cmd: string[],
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ port: number; code: number; output: string }> {
+  const child = new Deno.Command(cmd[0] === "deno" ? Deno.execPath() : cmd[0], {
+    args: cmd.slice(1),
+    cwd,
+    env: { ...env, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+    stdin: "null",
+  }).spawn();
+  let output = "";
+  let port = 0;
+  const stderr = new Response(child.stderr).text();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  try {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      output += chunk;
+      const m = /^Listening on .*:(\d+)$/m.exec(output);
+      if (m) {
+        port = Number(m[1]);
+        break;
+      }
+    }
+    child.kill("SIGTERM");
+    const code = (await child.status).code;
+    return { port, code, output: output + (await stderr) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test("deploy: proxy.Containerfile builds from what it copies, and its CMD serves", async () => {
+  const root = await Deno.makeTempDir({ prefix: "spooky-image-" });
+  try {
+    const { cmd, cwd, env } = await build("proxy.Containerfile", root);
+    const certs = await testCerts();
+    const config = `${root}/proxy.yaml`;
+    await Deno.writeTextFile(
+      config,
+      `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "127.0.0.1:1"}]}
+`,
+    );
+    assert.ok(cmd.includes("/etc/spooky/proxy.yaml"));
+    const r = await runUntilListening(
+      cmd.map((a) => a === "/etc/spooky/proxy.yaml" ? config : a),
+      cwd,
+      env,
+    );
+    assert.ok(r.port > 0, r.output);
+    assert.equal(r.code, 0, r.output);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("deploy: payments.Containerfile builds from what it copies, and its CMD serves", async () => {
+  const root = await Deno.makeTempDir({ prefix: "payments-image-" });
+  try {
+    const { cmd, cwd, env } = await build("payments.Containerfile", root);
+    const args = [...cmd];
+    args[args.indexOf("--hostname") + 1] = "127.0.0.1";
+    args[args.indexOf("--port") + 1] = "0";
+    const r = await runUntilListening(args, cwd, { ...env, PAYMENTS_TOKENS: "deploy-test" });
+    assert.ok(r.port > 0, r.output);
+    assert.equal(r.code, 0, r.output);
+    // The KV store is where the volume is.
+    assert.ok((await Deno.stat(`${cwd}/data/payments.kv`)).isFile);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
