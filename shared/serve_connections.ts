@@ -650,7 +650,9 @@ function startServer(
    */
   async function pump(c: Connection, from: Deno.Conn, to: Deno.Conn, fromClient: boolean) {
     const r = c.relay!;
-    const buf = new Uint8Array(16 * 1024);
+    // Held while the pump waits: small from the client (request heads), a
+    // TLS record's worth towards it. 20 KiB per connection in all.
+    const buf = new Uint8Array(fromClient ? 4 * 1024 : 16 * 1024);
     try {
       for (;;) {
         const n = await from.read(buf);

@@ -164,10 +164,10 @@ for (
     const backend = startBackend("a");
     const proxy = await startProxy(
       config(backend, {
-        limits: `tcp_header_timeout_ms: 4000, tcp_idle_timeout_ms: 60000${
+        limits: `tcp_header_timeout_ms: 2000, tcp_idle_timeout_ms: 60000${
           variant.limits ? `, ${variant.limits}` : ""
         }`,
-        admin: "header_timeout_ms: 4000",
+        admin: "header_timeout_ms: 2000",
       }),
       {},
       { wrap: ["prlimit", "--nofile=256:256", "--"] },
