@@ -198,8 +198,12 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   let served = { cert, key };
 
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
-  const upstream = createUpstreamTransport(config.limits.upstream_workers);
-  log.info("upstream HTTP/2 exchanges: {where}", {
+  const upstream = createUpstreamTransport(
+    config.limits.upstream_workers,
+    config.limits.upstream_client,
+  );
+  log.info("upstream HTTP/2 exchanges ({client} client): {where}", {
+    client: config.limits.upstream_client,
     where: upstream.workers === 0
       ? "on the QUIC thread (limits.upstream_workers: 0)"
       : `on ${upstream.workers} worker thread${upstream.workers === 1 ? "" : "s"}`,

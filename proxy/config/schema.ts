@@ -439,6 +439,12 @@ export const LimitsConfigSchema = z.strictObject({
   ])
     .default("auto"),
   /**
+   * The HTTP/2 client that carries the exchanges with backends: `spooky`
+   * (the proxy's own, `proxy/h2/`) or `node` (Deno's `node:http2`).
+   */
+  upstream_client: z.enum(["spooky", "node"], { error: 'must be "spooky" or "node"' })
+    .default("spooky"),
+  /**
    * Open connections of the TCP fallback; past it newcomers are closed at
    * once. `auto`: as many as the open-files limit leaves room for (each
    * takes three descriptors), at most 4096.

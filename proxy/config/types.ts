@@ -158,6 +158,8 @@ export interface LimitsConfig {
   network_prefix_v6: number;
   /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
   upstream_workers: "auto" | number;
+  /** The HTTP/2 client of the upstream side: `spooky` (the proxy's own) or `node` (`node:http2`). */
+  upstream_client: "spooky" | "node";
   /** Open TCP fallback connections: `auto` (what the open-files limit leaves room for, ≤ 4096) or a number. */
   tcp_max_connections: "auto" | number;
   /** TLS handshake and first request head of a TCP fallback connection, in milliseconds. */

@@ -1,7 +1,9 @@
 /**
  * Conformance suite run against every {@link UpstreamTransport} (DESIGN §5.4):
- * the in-process `node:http2` transport and the worker transport with one
- * and two workers, each against a real loopback h2c backend.
+ * the in-process transports of both clients (the proxy's own `h2` and
+ * `node:http2`) and the worker transport with one and two workers (own
+ * client) and one worker (`node:http2`), each against a real loopback h2c
+ * backend.
  *
  * @module
  */
@@ -20,6 +22,7 @@ import {
   type TestBackend,
 } from "./_test_backend.ts";
 import { failure, jsMiB, MiB, request, text } from "./_test_util.ts";
+import { upstreamWorkerUrl } from "./create_transport.ts";
 import { createH2Transport } from "./h2_transport.ts";
 import { createHttp2Transport } from "./http2_transport.ts";
 import { UpstreamError, type UpstreamTransport } from "./transport.ts";
@@ -35,6 +38,10 @@ const SUBJECTS: readonly Subject[] = [
   { name: "http2 (in process)", make: () => createHttp2Transport() },
   { name: "worker (1)", make: () => createWorkerTransport({ workers: 1 }) },
   { name: "worker (2)", make: () => createWorkerTransport({ workers: 2 }) },
+  {
+    name: "worker node (1)",
+    make: () => createWorkerTransport({ workers: 1, workerUrl: upstreamWorkerUrl("node") }),
+  },
 ];
 
 const TIMEOUT_MS = 300;

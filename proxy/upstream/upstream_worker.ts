@@ -1,7 +1,9 @@
 /**
  * The upstream worker's entry (started by `worker_transport.ts`): runs the
- * in-process `createHttp2Transport()` on this thread and carries its
- * exchanges over the message protocol of `_worker_channel.ts`. Timeouts are
+ * in-process transport of the client named by its URL's `client` parameter
+ * (`spooky`, the default: `h2_transport.ts`; `node`: `http2_transport.ts`)
+ * on this thread and carries its exchanges over the message protocol of
+ * `_worker_channel.ts`. Timeouts are
  * enforced here, by that transport; the main thread keeps no timers.
  *
  * @module
@@ -19,7 +21,7 @@ import {
   pairFields,
   reviveError,
 } from "./_worker_channel.ts";
-import { createHttp2Transport } from "./http2_transport.ts";
+import { createClientTransport } from "./create_transport.ts";
 import { UpstreamError, type UpstreamResponse } from "./transport.ts";
 
 /** One exchange this worker carries. */
@@ -34,7 +36,9 @@ interface Exchange {
   responseDone: boolean;
 }
 
-const transport = createHttp2Transport();
+const transport = createClientTransport(
+  new URL(import.meta.url).searchParams.get("client") === "node" ? "node" : "spooky",
+);
 const exchanges = new Map<number, Exchange>();
 const out = new Outbox((msgs, transfer) => self.postMessage(msgs, transfer));
 
