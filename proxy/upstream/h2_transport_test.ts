@@ -1,0 +1,197 @@
+/**
+ * The own-client transport's stream accounting (issue #25 item 3): the
+ * backend's SETTINGS_MAX_CONCURRENT_STREAMS is honoured by queueing or by
+ * more sessions, a request abandoned before its stream opens never reaches
+ * the backend, and the backend's count of open streams returns to zero.
+ * The backend is Deno's `node:http2` server, which enforces its limit.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
+import type { UpstreamError, UpstreamTransport } from "./transport.ts";
+
+interface LimitedBackend {
+  address: string;
+  /** Streams open at the backend now, the most ever, and all it saw. */
+  active: number;
+  max: number;
+  total: number;
+  sessions: number;
+  /** Answers every stream waiting so far (200, body "x"). */
+  answer(): void;
+  close(): Promise<void>;
+}
+
+async function limitedBackend(maxConcurrentStreams: number): Promise<LimitedBackend> {
+  const server = http2.createServer({ settings: { maxConcurrentStreams } });
+  const waiting: http2.ServerHttp2Stream[] = [];
+  const sessions: http2.ServerHttp2Session[] = [];
+  const b: LimitedBackend = {
+    address: "",
+    active: 0,
+    max: 0,
+    total: 0,
+    sessions: 0,
+    answer() {
+      for (const s of waiting.splice(0)) {
+        if (s.closed || s.destroyed) continue;
+        s.respond({ ":status": 200, "content-length": 1 });
+        s.end("x");
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sessions) if (!s.destroyed) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  server.on("session", (s: http2.ServerHttp2Session) => {
+    sessions.push(s);
+    b.sessions++;
+    s.on("error", () => {});
+  });
+  server.on("stream", (s: http2.ServerHttp2Stream) => {
+    b.active++;
+    b.total++;
+    b.max = Math.max(b.max, b.active);
+    s.on("error", () => {});
+    s.once("close", () => b.active--);
+    waiting.push(s);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  b.address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return b;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!ok()) {
+    if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+function get(
+  t: UpstreamTransport,
+  b: LimitedBackend,
+  over: { signal?: AbortSignal; timeoutMs?: number } = {},
+) {
+  return t.exchange({
+    address: b.address,
+    method: "GET",
+    path: "/",
+    authority: "a.test",
+    headers: [],
+    body: null,
+    timeoutMs: over.timeoutMs ?? 10_000,
+    signal: over.signal,
+  }).then((r) => r.status, (e: UpstreamError) => e.kind);
+}
+
+async function withBackend(
+  limit: number,
+  opts: H2TransportOptions,
+  body: (t: UpstreamTransport, b: LimitedBackend) => Promise<void>,
+) {
+  const b = await limitedBackend(limit);
+  const t = createH2Transport(opts);
+  try {
+    await body(t, b);
+  } finally {
+    await t.close();
+    await b.close();
+  }
+}
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, sanitizeOps: false, sanitizeResources: false, fn });
+
+test("RFC 9113 §5.1.2: one session never has more streams open than the backend allows; the rest wait", () =>
+  withBackend(3, { maxSessionsPerAddress: 1 }, async (t, b) => {
+    const all = Array.from({ length: 8 }, () => get(t, b));
+    await until("3 streams at the backend", () => b.active === 3);
+    await sleep(100);
+    assert.equal(b.active, 3);
+    const answering = setInterval(() => b.answer(), 20);
+    try {
+      assert.deepEqual(await Promise.all(all), Array(8).fill(200));
+    } finally {
+      clearInterval(answering);
+    }
+    assert.equal(b.max, 3);
+    assert.equal(b.total, 8);
+    assert.equal(b.sessions, 1);
+  }));
+
+test("a full session makes another, up to the bound", () =>
+  withBackend(2, { maxSessionsPerAddress: 3 }, async (t, b) => {
+    const all = Array.from({ length: 7 }, () => get(t, b));
+    await until("6 streams at the backend", () => b.active === 6);
+    assert.equal(b.sessions, 3);
+    const answering = setInterval(() => b.answer(), 20);
+    try {
+      assert.deepEqual(await Promise.all(all), Array(7).fill(200));
+    } finally {
+      clearInterval(answering);
+    }
+    assert.equal(b.total, 7);
+  }));
+
+test("#25.3: a request abandoned before its stream opens never opens; one abandoned after is reset", () =>
+  withBackend(2, { maxSessionsPerAddress: 1 }, async (t, b) => {
+    const open = [new AbortController(), new AbortController()];
+    const first = open.map((ac) => get(t, b, { signal: ac.signal }));
+    await until("2 streams at the backend", () => b.active === 2);
+    // Queued behind them: two the client leaves, one that times out while waiting.
+    const gone = [new AbortController(), new AbortController()];
+    const queuedGone = gone.map((ac) => get(t, b, { signal: ac.signal }));
+    const queuedLate = get(t, b, { timeoutMs: 200 });
+    const kept = get(t, b);
+    await sleep(50);
+    for (const ac of gone) ac.abort();
+    assert.deepEqual(await Promise.all(queuedGone), ["aborted", "aborted"]);
+    assert.equal(await queuedLate, "timeout");
+    // The two open ones are abandoned too: reset, and the backend's count drops.
+    for (const ac of open) ac.abort();
+    assert.deepEqual(await Promise.all(first), ["aborted", "aborted"]);
+    await until("the kept request at the backend", () => b.total === 3);
+    b.answer();
+    assert.equal(await kept, 200);
+    await until("no stream open at the backend", () => b.active === 0);
+    await sleep(200);
+    assert.equal(b.total, 3, "the abandoned queued requests never reached the backend");
+    assert.equal(b.max, 2);
+  }));
+
+test("the queue is bounded: past it a request fails `connect` at once (nothing reached the backend)", () =>
+  withBackend(1, { maxSessionsPerAddress: 1, maxQueuedPerAddress: 2 }, async (t, b) => {
+    const all = Array.from({ length: 4 }, () => get(t, b));
+    assert.equal(await all[3], "connect");
+    const answering = setInterval(() => b.answer(), 20);
+    try {
+      assert.deepEqual(await Promise.all(all.slice(0, 3)), [200, 200, 200]);
+    } finally {
+      clearInterval(answering);
+    }
+    assert.equal(b.total, 3);
+  }));
+
+test("an idle session is closed once its streams are done and it is released", () =>
+  withBackend(10, {}, async (t, b) => {
+    const p = get(t, b);
+    await until("one stream", () => b.active === 1);
+    t.release(b.address);
+    b.answer();
+    assert.equal(await p, 200);
+    // A new exchange after release opens a fresh session.
+    const q = get(t, b);
+    await until("second stream", () => b.total === 2);
+    b.answer();
+    assert.equal(await q, 200);
+    assert.equal(b.sessions, 2);
+  }));
