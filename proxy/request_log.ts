@@ -12,6 +12,12 @@
  *
  * @example
  * ```ts
+ * import type { AccessLog } from "./access_log.ts";
+ * import type { ProxyRuntime } from "./runtime.ts";
+ * declare const runtime: ProxyRuntime;
+ * declare const access: AccessLog;
+ * declare const reopened: AccessLog;
+ *
  * const sink = createRequestSink(runtime.metrics, access);
  * // H3Server hooks: { requestDone: sink.finished }; the TCP fallback: { done: sink.finished }
  * sink.setAccessLog(reopened); // on reload

@@ -26,6 +26,7 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
  *
  * @example
  * ```ts
+ * declare const request: Request;
  * const body = await readUpTo(request.body!, 64 * 1024);
  * if (body === null) throw new Error("too large");
  * ```

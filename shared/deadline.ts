@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * declare const req: Request;
  * const body = await deadline(req.arrayBuffer(), 30_000, () => new Error("too slow"));
  * ```
  *
@@ -106,6 +107,9 @@ export interface IdleWatch {
  *
  * @example
  * ```ts
+ * import type { Readable } from "node:stream";
+ * declare const stream: Readable & { close(): void };
+ *
  * const watch = idleWatch(30_000, () => stream.close());
  * stream.on("data", () => watch.touch());
  * stream.on("end", () => watch.cancel());

@@ -9,6 +9,8 @@
  * ```ts
  * import { settledWithin, setupLogging, VERSION } from "./mod.ts";
  *
+ * declare const server: { finished: Promise<void> };
+ *
  * await setupLogging({ service: "spooky", level: "ghost" });
  * const drained = await settledWithin(server.finished, 10_000);
  * ```

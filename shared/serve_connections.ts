@@ -313,6 +313,12 @@ export function serveConnections(
  *
  * @example
  * ```ts
+ * declare const handler: Deno.ServeHandler<Deno.NetAddr>;
+ * declare const cert: string;
+ * declare const key: string;
+ * declare const renewedCert: string;
+ * declare const renewedKey: string;
+ *
  * const listener = Deno.listen({ hostname: "0.0.0.0", port: 443 });
  * const server = serveTlsConnections(listener, { cert, key }, handler, { name: "TCP fallback" });
  * server.setCertificate(renewedCert, renewedKey);

@@ -20,6 +20,9 @@
  *
  * @example
  * ```ts
+ * declare function socketWrite(bytes: Uint8Array): void;
+ * declare const bytesFromSocket: Uint8Array;
+ *
  * const conn = new H2ClientConnection();
  * const id = conn.openStream([[":method", "GET"], [":scheme", "http"], [":path", "/"]], { endStream: true });
  * socketWrite(conn.takeOutput()!);

@@ -103,6 +103,8 @@ export type AdmitResult<H> =
  *
  * @example
  * ```ts
+ * declare const conn: Deno.QuicConn;
+ *
  * const table = new AdmissionTable<Deno.QuicConn>(DEFAULT_ADMISSION_LIMITS, performance.now);
  * const r = table.admit(conn, conn.remoteAddr.hostname);
  * if (!r.admitted) conn.close(); // r.reason says why

@@ -6,6 +6,11 @@
  *
  * @example
  * ```ts
+ * import type { BidiStream } from "../quic/mod.ts";
+ * declare const stream: BidiStream;
+ * declare const streamId: number;
+ * declare const context: StreamContext;
+ *
  * // Called by H3Connection for each bidirectional stream the client opens.
  * await serveRequest(stream, streamId, context, new AbortController());
  * ```

@@ -41,7 +41,14 @@ export interface TcpFallbackOptions {
  *
  * @example
  * ```ts
- * Deno.serve({ port, cert, key }, tcpFallbackHandler(runtime.handler, port, { done: sink.finished }));
+ * import type { RequestHandler, RequestRecord } from "./types.ts";
+ * declare const handler: RequestHandler;
+ * declare const finished: (record: RequestRecord) => void;
+ * const port = 9889;
+ * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
+ * const key = await Deno.readTextFile(".dev/certs/key.pem");
+ *
+ * Deno.serve({ port, cert, key }, tcpFallbackHandler(handler, port, { done: finished }));
  * ```
  */
 export function tcpFallbackHandler(

@@ -16,6 +16,12 @@
  *
  * @example
  * ```ts
+ * declare const handler: Deno.ServeHandler<Deno.NetAddr>;
+ * declare const cert: string;
+ * declare const key: string;
+ * declare const renewedCert: string;
+ * declare const renewedKey: string;
+ *
  * const fallback = startTcpFallback({ hostname: "0.0.0.0", port: 9889, tls: { cert, key },
  *   handler, limits: { maxConnections: 1024, headerTimeoutMs: 10_000, idleTimeoutMs: 60_000 } });
  * fallback.setCertificate(renewedCert, renewedKey);
@@ -62,6 +68,7 @@ function hostPort(hostname: string, port: number): string {
  *
  * @example
  * ```ts
+ * const err = new Deno.errors.AddrInUse("address already in use");
  * listenerStartError("admin listener", "127.0.0.1", 9890, "admin.address, admin.port", err).message;
  * // "cannot start the admin listener on 127.0.0.1:9890 (admin.address, admin.port): the address is already in use"
  * ```

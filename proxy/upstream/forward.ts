@@ -9,6 +9,16 @@
  *
  * @example
  * ```ts
+ * import type { IncomingRequest } from "../server/mod.ts";
+ * import type { BackendRef } from "../balancer/mod.ts";
+ * declare const transport: ForwardDeps["transport"];
+ * declare const health: ForwardDeps["health"];
+ * declare const metrics: ForwardDeps["metrics"];
+ * declare const req: IncomingRequest;
+ * declare const candidates: BackendRef[];
+ * declare const path: string;
+ * declare const authority: string;
+ *
  * const forward = createForwarder({ transport, health, metrics });
  * const res = await forward(req, { name: "api", timeoutMs: 30_000 }, candidates, path, authority);
  * ```

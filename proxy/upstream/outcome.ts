@@ -24,6 +24,9 @@
  *
  * @example
  * ```ts
+ * declare const err: unknown;
+ * declare const req: Request;
+ *
  * const outcome = outcomeOfError(err, req.signal.aborted); // e.g. "timeout"
  * OUTCOMES[outcome].status; // 503
  * OUTCOMES[outcome].health; // "timeout": counts against the backend
