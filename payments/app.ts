@@ -156,7 +156,8 @@ function corsHeaders(origins: readonly string[], origin: string | null): Record<
   if (origin !== null && origins.includes(origin)) {
     return { "access-control-allow-origin": origin, "vary": "Origin" };
   }
-  return {};
+  // The answer depends on the origin either way: caches must key on it.
+  return { "vary": "Origin" };
 }
 
 /** Headers a browser may send to the token endpoint (answer to a preflight). */

@@ -251,6 +251,7 @@ Deno.test("CORS: the token endpoint answers preflights and labels responses; aut
     origin: "https://evil.example",
   });
   assert.equal(other.headers.get("access-control-allow-origin"), null);
+  assert.equal(other.headers.get("vary"), "Origin");
   h2.close();
 });
 
