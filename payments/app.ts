@@ -318,7 +318,7 @@ export function createApp(deps: PaymentsDeps): Hono {
         status: res.status,
         ms: Math.round((performance.now() - start) * 10) / 10,
         intuitTid: tid,
-        requestId: req.headers.get("request-id") ?? "",
+        requestId: validRequestId(req.headers.get("request-id")) ?? "",
       };
       const line = "{method} {path} {status} {ms}ms intuit_tid={intuitTid} " +
         "request_id={requestId}";
