@@ -100,9 +100,12 @@ async function defaultConnect(address: string, tls: BackendTls | undefined): Pro
     conn.setNoDelay(true);
     return conn;
   }
-  const conn = await Deno.connectTls({
+  // TCP to the address itself, then TLS naming `serverName` (SNI and the
+  // certificate check), so a server name never changes where we connect.
+  const tcp = await Deno.connect({ hostname, port });
+  tcp.setNoDelay(true);
+  const conn = await Deno.startTls(tcp, {
     hostname: tls.serverName ?? hostname,
-    port,
     caCerts: tls.caCerts ? [...tls.caCerts] : undefined,
     alpnProtocols: ["h2"],
   });
