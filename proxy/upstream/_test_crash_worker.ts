@@ -4,14 +4,17 @@
  * request went out to the backend (the worker dies); `/__http2_error` throws
  * an uncaught error shaped like the ones Deno's `node:http2` raises outside
  * a session's listeners (`code: ERR_HTTP2_ERROR`), which the worker must
- * contain and survive.
+ * contain and survive when it runs `node:http2` (`?client=node`).
  *
  * @module
  */
 
 /// <reference lib="deno.worker" />
 
-import "./upstream_worker.ts";
+// The worker proper, with this module's own `?client=` (the worker reads its client from its URL).
+await import(
+  new URL(`./upstream_worker.ts${new URL(import.meta.url).search}`, import.meta.url).href
+);
 
 self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: string }>>) => {
   for (const m of e.data) {

@@ -40,10 +40,10 @@ import {
   type UpstreamTransport,
 } from "./transport.ts";
 
-/** A worker that dies sooner than this after its start is restarted only after this pause. */
-const RESTART_PAUSE_MS = 1_000;
+/** A worker that dies sooner than this after its start is restarted only after this pause (ms). */
+export const RESTART_PAUSE_MS = 1_000;
 
-/** Longest wait of a request for a worker when none is running (all restarting). */
+/** Longest wait of a request for a worker when none is running (all restarting): twice the pause. */
 export const RESTART_WAIT_MS = 2 * RESTART_PAUSE_MS;
 
 /** Options of {@link createWorkerTransport}. */
@@ -54,6 +54,12 @@ export interface WorkerTransportOptions {
   workerUrl?: string | URL;
   /** Called when a worker died and was replaced (for a log line). */
   onWorkerRestart?: (index: number, error: unknown) => void;
+  /**
+   * A worker that dies sooner than this after its start is restarted only
+   * after this pause (ms); requests wait at most twice it when no worker
+   * runs. Default {@link RESTART_PAUSE_MS}; tests shorten or lengthen it.
+   */
+  restartPauseMs?: number;
 }
 
 /** One exchange in flight, as the main thread tracks it. */
@@ -109,6 +115,8 @@ class Slot {
  */
 export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTransport {
   const url = new URL(opts.workerUrl ?? new URL("./upstream_worker.ts", import.meta.url)).href;
+  const pauseMs = opts.restartPauseMs ?? RESTART_PAUSE_MS;
+  const waitMs = 2 * pauseMs;
   const pins = new Map<string, Slot>();
   let nextId = 1;
   let closed = false;
@@ -146,8 +154,8 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
         for (const wake of [...waiters]) wake();
       };
       // A worker that cannot even start would otherwise be restarted in a tight loop.
-      if (performance.now() - slot.startedAt >= RESTART_PAUSE_MS) return again();
-      slot.restart = setTimeout(again, RESTART_PAUSE_MS);
+      if (performance.now() - slot.startedAt >= pauseMs) return again();
+      slot.restart = setTimeout(again, pauseMs);
     };
     worker.onerror = died;
     worker.onmessageerror = died;
@@ -176,7 +184,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
   /** Waits (bounded) for a worker to run again, then sends the exchange. */
   const later = async (req: UpstreamRequest): Promise<UpstreamResponse> => {
     const { promise, resolve } = Promise.withResolvers<void>();
-    const timer = setTimeout(resolve, RESTART_WAIT_MS);
+    const timer = setTimeout(resolve, waitMs);
     const onAbort = () => resolve();
     waiters.add(resolve);
     req.signal?.addEventListener("abort", onAbort, { once: true });
@@ -194,7 +202,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     if (req.signal?.aborted) {
       throw new UpstreamError("aborted", "client went away", { cause: req.signal.reason });
     }
-    throw new UpstreamError("worker", `no upstream worker running after ${RESTART_WAIT_MS} ms`);
+    throw new UpstreamError("worker", `no upstream worker running after ${waitMs} ms`);
   };
 
   /** Forgets the exchange once neither direction has anything left to carry. */
