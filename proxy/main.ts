@@ -268,6 +268,13 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     },
     onConnectionOpened: () => metrics.activeConnections++,
     onConnectionClosed: () => metrics.activeConnections--,
+    idleReclaim: config.limits.idle_reclaim_ms > 0
+      ? {
+        threshold: Math.ceil(0.9 * config.limits.max_connections),
+        idleMs: config.limits.idle_reclaim_ms,
+      }
+      : undefined,
+    onIdleReclaimed: () => metrics.recordRejected("idle_reclaim"),
   });
   server.start();
   const port = transport.addr.port;

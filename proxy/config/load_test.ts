@@ -812,6 +812,7 @@ Deno.test("minimal config gets every default", () => {
       address_prefix_v6: 64,
       network_prefix_v4: 24,
       network_prefix_v6: 56,
+      idle_reclaim_ms: 5000,
       upstream_workers: "auto",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },

@@ -430,6 +430,12 @@ export const LimitsConfigSchema = z.strictObject({
   /** IPv6 prefix length of one network for `max_handshakes_per_network`. */
   network_prefix_v6: int(1, 128, "must be a prefix length from 1 to 128").default(56),
   /**
+   * Once open connections reach 90% of `max_connections`, a connection with
+   * no request in flight for this long is sent away with GOAWAY, in
+   * milliseconds; `0` never does.
+   */
+  idle_reclaim_ms: nonNegativeInt("milliseconds").default(5000),
+  /**
    * Worker threads that carry the HTTP/2 exchanges with backends: `auto`
    * (cores − 1, at least 1) or a number; `0` keeps them on the QUIC thread.
    */

@@ -156,6 +156,8 @@ export interface LimitsConfig {
   network_prefix_v4: number;
   /** IPv6 prefix length of a network. */
   network_prefix_v6: number;
+  /** Idle time after which a connection may be sent away when the table is nearly full (ms; 0: never). */
+  idle_reclaim_ms: number;
   /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
   upstream_workers: "auto" | number;
   /** The HTTP/2 client of the upstream side: `spooky` (the proxy's own) or `node` (`node:http2`). */

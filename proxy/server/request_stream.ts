@@ -236,6 +236,8 @@ export async function serveRequest(
       }
     } else if (err instanceof H3Error) {
       abandon(reader, writer);
+      // A request that broke its connection is a request too: accounted as 400.
+      finish(ctx, streamId, head, started, 400, 0, undefined, "aborted");
       throw err; // connection error
     } else {
       // the client reset the stream or the connection went away

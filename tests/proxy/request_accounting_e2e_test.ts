@@ -109,6 +109,18 @@ log: {access: {format: json, file: "${file}"}}
         "dead backend",
         async () => (await client.request({ head: head("GET", "/dead/x", p) })).status,
       ],
+      // DATA before HEADERS breaks the connection (H3_FRAME_UNEXPECTED): no
+      // answer at all, but a request sent, so one line and one count.
+      ["connection error", async () => {
+        const own = await H3TestClient.connect(p, ca);
+        try {
+          return (await own.request({ raw: Uint8Array.of(0x00, 0x02, 0x68, 0x69) })).status;
+        } catch {
+          return 0;
+        } finally {
+          await own.close();
+        }
+      }],
     ];
     const base = `https://localhost:${p}`;
     const tcp: Array<[string, () => Promise<number>]> = [
@@ -130,6 +142,7 @@ log: {access: {format: json, file: "${file}"}}
       "refused method": 501,
       "ambiguous target": 400,
       "dead backend": 502,
+      "connection error": 0,
       "h2 ok": 200,
       "h1 ok": 200,
       "h2 refused method": 501,
@@ -150,8 +163,8 @@ log: {access: {format: json, file: "${file}"}}
     assert.equal(lines.filter((l) => l.listener === "tcp").length, tcp.length);
     assert.deepEqual(
       lines.map((l) => l.status).sort(),
-      Object.values(statuses).sort(),
-      "each logged with the status sent",
+      Object.values(statuses).map((s) => s === 0 ? 400 : s).sort(),
+      "each logged with the status sent (400 for the request that broke its connection)",
     );
     const undecoded = lines.filter((l) => l.method === "-");
     assert.ok(undecoded.length >= 1, "a request without a decodable head is logged as -");
