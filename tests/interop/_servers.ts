@@ -172,7 +172,8 @@ export async function startCaddy(
     protocols ${tls ? "h1 h2" : "h1 h2c"}
   }
 }
-${tls ? "https" : "http"}://127.0.0.1:${port} {
+${tls ? "https" : "http"}://:${port} {
+  bind 127.0.0.1
   ${tls ? `tls ${tls.certPath} ${tls.keyPath}` : ""}
   root * ${dir}
   file_server

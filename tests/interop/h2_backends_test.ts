@@ -46,10 +46,6 @@ function req(address: string, over: Partial<UpstreamRequest> = {}): UpstreamRequ
   };
 }
 
-function field(res: UpstreamResponse, name: string): string | undefined {
-  return res.headers.find(([n]) => n === name)?.[1];
-}
-
 /** A streamed body of `total` bytes in 10 KiB chunks. */
 function streamed(total: number): { body: ReadableStream<Uint8Array>; sent: Uint8Array } {
   const sent = new Uint8Array(total);
