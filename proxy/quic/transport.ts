@@ -80,7 +80,8 @@ export interface QuicServerTransport {
  * the address group, or of the network was closed to make room for a
  * newcomer), `handshake_timeout` (not complete within its deadline),
  * `handshake_rate` (an Initial ignored unseen: more new handshakes per second
- * than `maxHandshakeRate`).
+ * than `maxHandshakeRate`), `idle_reclaim` (an idle connection sent away with
+ * GOAWAY because the connection table was nearly full).
  */
 export const REJECT_REASONS = [
   "handshakes",
@@ -90,6 +91,7 @@ export const REJECT_REASONS = [
   "address_handshakes",
   "network_handshakes",
   "handshake_rate",
+  "idle_reclaim",
 ] as const;
 
 /** One of {@link REJECT_REASONS}. */

@@ -10,6 +10,7 @@ import { settledWithin } from "../../shared/deadline.ts";
 import { H3Code } from "../h3/mod.ts";
 import type { QuicServerTransport } from "../quic/transport.ts";
 import { H3Connection } from "./connection.ts";
+import { IdleReclaimer, type IdleReclaimOptions } from "./idle_reclaim.ts";
 import type { ConnectionOptions } from "./types.ts";
 
 const log = getLogger(["proxy", "server"]);
@@ -23,6 +24,13 @@ export interface H3ServerOptions extends ConnectionOptions {
   onConnectionOpened?(): void;
   /** Called once when an accepted connection has closed. */
   onConnectionClosed?(): void;
+  /**
+   * Send idle connections away with GOAWAY once this many are open (see
+   * `idle_reclaim.ts`); off when absent.
+   */
+  idleReclaim?: IdleReclaimOptions;
+  /** Called for each connection sent away by `idleReclaim` (metrics). */
+  onIdleReclaimed?(): void;
 }
 
 /** A snapshot of one connection for the admin API. */
@@ -54,6 +62,7 @@ export class H3Server {
   readonly #connections = new Map<H3Connection, Promise<void>>();
   #acceptLoop?: Promise<void>;
   #stopping = false;
+  #reclaimTimer?: ReturnType<typeof setInterval>;
 
   /**
    * Prepares a server; nothing is accepted before {@link H3Server.start}.
@@ -82,6 +91,19 @@ export class H3Server {
   /** Starts accepting connections. */
   start(): void {
     this.#acceptLoop ??= this.#accept();
+    const reclaim = this.#opts.idleReclaim;
+    if (reclaim && this.#reclaimTimer === undefined) {
+      const reclaimer = new IdleReclaimer<H3Connection>(reclaim, () => performance.now());
+      this.#reclaimTimer = setInterval(() => {
+        const open = this.#connections;
+        for (const c of reclaimer.pick(open.keys(), open.size)) {
+          log.debug("idle connection sent away: {count} open", { count: open.size });
+          this.#opts.onIdleReclaimed?.();
+          c.goaway();
+        }
+      }, Math.max(50, Math.min(1000, reclaim.idleMs / 2)));
+      Deno.unrefTimer(this.#reclaimTimer);
+    }
   }
 
   async #accept(): Promise<void> {
@@ -116,6 +138,7 @@ export class H3Server {
    */
   async shutdown(drainMs: number): Promise<void> {
     this.#stopping = true;
+    clearInterval(this.#reclaimTimer);
     this.#transport.stop();
     const drained = Promise.allSettled([...this.#connections.keys()].map((c) => c.goaway()));
     if (!await settledWithin(drained, drainMs)) {
