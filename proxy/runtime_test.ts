@@ -207,7 +207,14 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
     ]],
     admin: [{ admin: { port: 1234 } }, ["admin"]],
     passive_health: [{ passive_health: { consecutive_failures: 1 } }, []],
+    trusted_proxies: [{ trusted_proxies: ["10.0.0.0/8"] }, []], // the app is rebuilt with it
+    upstream: [{}, []], // see "reload swaps routes" above
   };
+  // A top-level key added to the schema must be classified here: applied, or named.
+  assert.deepEqual(
+    Object.keys(ConfigSchema.shape).filter((k) => k !== "version").sort(),
+    Object.keys(changes).sort(),
+  );
   for (const [key, [extra, expected]] of Object.entries(changes)) {
     const runtime = new ProxyRuntime(base, fakes().opts);
     const next = config(extra);
