@@ -102,48 +102,14 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     return errorResponse(status, error, message);
   };
 
-  return (req: IncomingRequest): Promise<OutgoingResponse> => {
+  /** Balances a request over its pool's candidates and forwards it. */
+  const route = (
+    req: IncomingRequest,
+    pool: Pool,
+    path: string,
+    authority: string | undefined,
+  ): Promise<OutgoingResponse> => {
     const head = req.head;
-    if (NOT_FORWARDED.has(head.method.toUpperCase())) {
-      return Promise.resolve(
-        refuse(req, 501, "not_implemented", `the proxy does not forward ${head.method} requests`),
-      );
-    }
-    // HTTP/3 carries https URIs here: the proxy is their origin's front
-    // (RFC 9114 §3.1); anything else would be forwarded under a false scheme.
-    if (head.scheme !== "https") {
-      return Promise.resolve(
-        refuse(req, 400, "bad_request", `unsupported :scheme ${JSON.stringify(head.scheme)}`),
-      );
-    }
-    const path = head.path ?? "/";
-    const ambiguous = checkRequestTarget(path);
-    if (ambiguous !== null) return Promise.resolve(refuse(req, 400, "bad_request", ambiguous));
-    const authority = head.authority ?? head.fields.find(([n]) => n === "host")?.[1];
-    // An authority no origin can have (port 99999) would fail at the backend
-    // and be counted against it: the client's fault, answered here.
-    const badAuthority = authority === undefined ? null : checkAuthority(authority);
-    if (badAuthority !== null) {
-      return Promise.resolve(refuse(req, 400, "bad_request", badAuthority));
-    }
-    const poolName = router.match(authority, path);
-    if (poolName === null) {
-      return Promise.resolve(refuse(req, 404, "not_found", "no route matches this request"));
-    }
-    const pool = pools.get(poolName)!;
-    // One client connection may hold only so many of the pool's backend
-    // streams: the rest are refused at once, never sent.
-    if (req.claimBackendStream !== undefined && !req.claimBackendStream(pool.name)) {
-      return Promise.resolve(
-        refuse(
-          req,
-          503,
-          "backend_share_exceeded",
-          `this connection already has its limit of requests in flight to pool ${pool.name} ` +
-            "(limits.max_backend_streams_per_connection)",
-        ),
-      );
-    }
     const balanceReq: BalanceRequest = {
       path,
       header(name: string): string | null {
@@ -178,5 +144,53 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       );
     }
     return forward(req, pool, candidates, path, authority);
+  };
+
+  return (req: IncomingRequest): Promise<OutgoingResponse> => {
+    const head = req.head;
+    if (NOT_FORWARDED.has(head.method.toUpperCase())) {
+      return Promise.resolve(
+        refuse(req, 501, "not_implemented", `the proxy does not forward ${head.method} requests`),
+      );
+    }
+    // HTTP/3 carries https URIs here: the proxy is their origin's front
+    // (RFC 9114 §3.1); anything else would be forwarded under a false scheme.
+    if (head.scheme !== "https") {
+      return Promise.resolve(
+        refuse(req, 400, "bad_request", `unsupported :scheme ${JSON.stringify(head.scheme)}`),
+      );
+    }
+    const path = head.path ?? "/";
+    const ambiguous = checkRequestTarget(path);
+    if (ambiguous !== null) return Promise.resolve(refuse(req, 400, "bad_request", ambiguous));
+    const authority = head.authority ?? head.fields.find(([n]) => n === "host")?.[1];
+    // An authority no origin can have (port 99999) would fail at the backend
+    // and be counted against it: the client's fault, answered here.
+    const badAuthority = authority === undefined ? null : checkAuthority(authority);
+    if (badAuthority !== null) {
+      return Promise.resolve(refuse(req, 400, "bad_request", badAuthority));
+    }
+    const poolName = router.match(authority, path);
+    if (poolName === null) {
+      return Promise.resolve(refuse(req, 404, "not_found", "no route matches this request"));
+    }
+    const pool = pools.get(poolName)!;
+    // One client connection may hold only so many of the pool's backend
+    // streams: past it a request waits (up to request_timeout_ms) for one
+    // of the connection's own to finish, or is refused, never sent.
+    const claimed = req.claimBackendStream?.(pool.name, pool.timeoutMs) ?? true;
+    if (claimed !== true) {
+      const overShare = () =>
+        refuse(
+          req,
+          503,
+          "backend_share_exceeded",
+          `this connection has its limit of requests in flight to pool ${pool.name} ` +
+            "(limits.max_backend_streams_per_connection) and none finished in time",
+        );
+      if (claimed === false) return Promise.resolve(overShare());
+      return claimed.then((ok) => ok ? route(req, pool, path, authority) : overShare());
+    }
+    return route(req, pool, path, authority);
   };
 }

@@ -391,8 +391,9 @@ export const LimitsConfigSchema = z.strictObject({
   request_idle_timeout_ms: positiveInt("milliseconds").default(30000),
   /**
    * Requests one client connection may have in flight to one pool (each
-   * holds a backend stream); past it a request is answered 503 at once and
-   * never sent.
+   * holds a backend stream); past it a request waits for one of the
+   * connection's own to finish, up to the pool's `request_timeout_ms`, and
+   * is answered 503 (never sent) when none does.
    */
   max_backend_streams_per_connection: positiveInt().default(100),
   /**

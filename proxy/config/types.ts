@@ -132,7 +132,7 @@ export interface LimitsConfig {
    * next piece of its body) before answering 408, in milliseconds.
    */
   request_idle_timeout_ms: number;
-  /** Requests one client connection may have in flight to one pool; past it 503 at once. */
+  /** Requests one client connection may have in flight to one pool; past it they wait, then 503. */
   max_backend_streams_per_connection: number;
   /** A QUIC handshake not complete within this is closed, in milliseconds. */
   handshake_timeout_ms: number;

@@ -27,6 +27,7 @@ import {
 import { settledWithin } from "../../shared/deadline.ts";
 import type { BidiStream, PeerAddr, QuicConnection, ReceiveStream } from "../quic/transport.ts";
 import { serveRequest, type StreamContext } from "./request_stream.ts";
+import { StreamShare } from "./stream_share.ts";
 import type { ConnectionOptions } from "./types.ts";
 
 export type { ConnectionHooks, ConnectionOptions } from "./types.ts";
@@ -70,9 +71,8 @@ export class H3Connection implements StreamContext {
   /** Requests being served, with the abort that ends each when the connection closes. */
   readonly #inflight = new Map<Promise<void>, AbortController>();
   readonly #peerStreams = new UniStreamRegistry("client");
-  /** Pool each request stream has claimed, and the claims per pool. */
-  readonly #claims = new Map<number, string>();
-  readonly #claimsPerKey = new Map<string, number>();
+  /** This connection's share of each pool's backend streams. */
+  readonly #share: StreamShare;
   // Our critical streams: keep the writers for the connection's whole life
   // (a collected QuicSendStream is closed, DESIGN.md §2).
   #control?: WritableStreamDefaultWriter<Uint8Array>;
@@ -88,6 +88,7 @@ export class H3Connection implements StreamContext {
     this.#conn = conn;
     this.opts = opts;
     this.remote = conn.remoteAddr;
+    this.#share = new StreamShare(opts.maxBackendStreamsPerConnection ?? Infinity);
     this.#qdec = new QpackDecoder({
       maxTableCapacity: opts.qpackMaxTableCapacity,
       maxBlockedStreams: opts.qpackBlockedStreams,
@@ -163,6 +164,7 @@ export class H3Connection implements StreamContext {
     this.#closed = true;
     log.trace("connection closed: {code} {reason}", { code, reason });
     const gone = new Error(`connection closed: ${reason}`);
+    this.#share.close();
     for (const abort of this.#inflight.values()) abort.abort(gone);
     for (const waiter of this.#blocked.values()) {
       waiter.reject(new H3Error(H3Code.REQUEST_CANCELLED, "stream", "connection closed"));
@@ -322,7 +324,7 @@ export class H3Connection implements StreamContext {
       .catch((err) => this.#fail(err))
       .finally(() => {
         this.#inflight.delete(p);
-        this.#releaseClaim(id);
+        this.#share.release(id);
         hooks?.streamClosed?.();
       });
     this.#inflight.set(p, abort);
@@ -362,22 +364,13 @@ export class H3Connection implements StreamContext {
    * `maxBackendStreamsPerConnection` requests of this connection in flight
    * to one pool, so that one client cannot take all of a backend's streams.
    */
-  claimBackendStream(streamId: number, key: string): boolean {
-    if (this.#claims.has(streamId)) return this.#claims.get(streamId) === key;
-    const n = this.#claimsPerKey.get(key) ?? 0;
-    if (n >= (this.opts.maxBackendStreamsPerConnection ?? Infinity)) return false;
-    this.#claimsPerKey.set(key, n + 1);
-    this.#claims.set(streamId, key);
-    return true;
-  }
-
-  #releaseClaim(streamId: number): void {
-    const key = this.#claims.get(streamId);
-    if (key === undefined) return;
-    this.#claims.delete(streamId);
-    const n = (this.#claimsPerKey.get(key) ?? 1) - 1;
-    if (n === 0) this.#claimsPerKey.delete(key);
-    else this.#claimsPerKey.set(key, n);
+  claimBackendStream(
+    streamId: number,
+    key: string,
+    waitMs: number,
+    signal: AbortSignal,
+  ): boolean | Promise<boolean> {
+    return this.#share.claim(streamId, key, waitMs, signal);
   }
 
   /** {@link StreamContext.encodeSection}. */

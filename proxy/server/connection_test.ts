@@ -361,16 +361,18 @@ Deno.test("RFC 9114 §5.2: goaway() sends GOAWAY, finishes in-flight requests, t
   await served;
 });
 
-Deno.test("per-connection share: a second request to a pool past maxBackendStreamsPerConnection is refused; the claim is freed when the first is done", async () => {
+Deno.test("per-connection share: past maxBackendStreamsPerConnection a request waits for the connection's own to finish, and is refused when none does in time", async () => {
   const { client, server } = memoryConnectionPair();
   const release = Promise.withResolvers<void>();
-  const claims: boolean[] = [];
+  const claims: Array<[string, boolean]> = [];
   const h3 = new H3Connection(server, {
     handler: async (req) => {
-      const ok = req.claimBackendStream?.("api") ?? true;
-      claims.push(ok);
+      const path = req.head.path ?? "";
+      // /late waits long enough for /hold to finish; /short gives up first.
+      const ok = await (req.claimBackendStream?.("api", path === "/short" ? 30 : 5_000) ?? true);
+      claims.push([path, ok]);
       if (!ok) return { status: 503, headers: [], body: null };
-      if (req.head.path === "/hold") await release.promise;
+      if (path === "/hold") await release.promise;
       return { status: 200, headers: [], body: null };
     },
     maxFieldSectionSize: 16384,
@@ -383,12 +385,18 @@ Deno.test("per-connection share: a second request to a pool past maxBackendStrea
   await openControl(client);
   const path = (p: string) => GET.map(([n, v]) => [n, n === ":path" ? p : v] as [string, string]);
   const held = exchange(client, request(path("/hold")));
-  while (claims.length === 0) await new Promise((r) => setTimeout(r, 5));
-  assert.equal((await exchange(client, request(path("/second")))).status, 503);
+  while (claims.length === 0 && h3.activeStreams === 0) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal((await exchange(client, request(path("/short")))).status, 503);
+  const late = exchange(client, request(path("/late")));
+  await new Promise((r) => setTimeout(r, 20));
   release.resolve();
   assert.equal((await held).status, 200);
-  assert.equal((await exchange(client, request(path("/third")))).status, 200);
-  assert.deepEqual(claims, [true, false, true]);
+  assert.equal((await late).status, 200, "the waiting request got the freed slot");
+  assert.deepEqual(
+    new Map(claims),
+    new Map([["/hold", true], ["/short", false], ["/late", true]]),
+  );
   client.close();
   await served;
 });

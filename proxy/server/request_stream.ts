@@ -69,10 +69,14 @@ export interface StreamContext {
   encodeSection(fields: Array<[string, string]>): Uint8Array;
   /**
    * Counts stream `streamId` against `key` (a pool) until the stream is
-   * done, unless the connection already has its limit on `key` (then
-   * false). Absent: no per-connection limit.
+   * done ({@link IncomingRequest.claimBackendStream}). Absent: no limit.
    */
-  claimBackendStream?(streamId: number, key: string): boolean;
+  claimBackendStream?(
+    streamId: number,
+    key: string,
+    waitMs: number,
+    signal: AbortSignal,
+  ): boolean | Promise<boolean>;
 }
 
 /**
@@ -196,7 +200,7 @@ export async function serveRequest(
         remote: ctx.remote,
         signal: abort.signal,
         claimBackendStream: ctx.claimBackendStream
-          ? (key) => ctx.claimBackendStream!(streamId, key)
+          ? (key, waitMs) => ctx.claimBackendStream!(streamId, key, waitMs, abort.signal)
           : undefined,
       };
       // Nothing is written while the backend is asked: probe the stream so
@@ -394,10 +398,14 @@ async function writeResponse(
       }
       bytes = outcome.bytes;
       if (outcome.kind === "stalled") {
-        // The client took nothing for idleMs: the backend stream is reset;
-        // a write is stuck in flow control, so the stream can only be dropped.
+        // The client took nothing for idleMs and the backend stream is
+        // reset. The malformed end goes behind the stuck write, so a client
+        // that reads again rejects the response; one that never does has
+        // the stream dropped after another idleMs (Deno then sends a FIN).
         log.debug("response cut: {error}", { error: outcome.error.message });
-        writer.abort(outcome.error).catch(() => {});
+        const trailer = encodeFrame(FrameType.HEADERS, ctx.encodeSection([[":status", "502"]]));
+        const ended = writer.write(trailer).then(() => writer.close());
+        deadline(ended, idleMs, () => outcome.error).catch(() => writer.abort().catch(() => {}));
         return { bytes, outcome: "broken" };
       }
       if (outcome.kind === "broken") {

@@ -10,7 +10,8 @@
 import { idleWatch } from "../../shared/deadline.ts";
 import { type RequestHead, responseHasNoBody } from "../h3/mod.ts";
 import { errorResponse } from "./error_response.ts";
-import type { OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
+import { StreamShare } from "./stream_share.ts";
+import type { IncomingRequest, OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
 
 /** Options of {@link tcpFallbackHandler}. */
 export interface TcpFallbackOptions {
@@ -21,7 +22,7 @@ export interface TcpFallbackOptions {
   done?: (record: RequestRecord) => void;
   /**
    * Requests one TCP connection may have in flight to one pool (HTTP/2
-   * multiplexes many); past it the application answers 503. Default: no limit.
+   * multiplexes many; see `stream_share.ts`). Default: no limit.
    */
   maxBackendStreamsPerConnection?: number;
   /**
@@ -60,8 +61,9 @@ export function tcpFallbackHandler(
   const done = opts.done;
   const stallMs = opts.writeStallMs;
   const share = opts.maxBackendStreamsPerConnection;
-  /** Per connection (`host:port` of the peer), requests in flight per pool. */
-  const claims = new Map<string, Map<string, number>>();
+  /** Each connection's share (by the peer's `host:port`), while it has requests. */
+  const connections = new Map<string, StreamShare>();
+  let nextId = 0;
   return async (req, info) => {
     const started = performance.now();
     const target = requestTarget(req.url);
@@ -78,30 +80,24 @@ export function tcpFallbackHandler(
     };
     const addr = info.remoteAddr as Deno.NetAddr;
     const remote = { hostname: addr.hostname, port: addr.port };
-    let claimed: { conn: string; key: string } | undefined;
-    const claimBackendStream = share === undefined ? undefined : (key: string) => {
-      if (claimed !== undefined) return claimed.key === key;
+    let claimBackendStream: IncomingRequest["claimBackendStream"];
+    if (share !== undefined) {
+      // One share per TCP connection (HTTP/2 multiplexes many requests).
       const conn = `${addr.hostname}:${addr.port}`;
-      const perKey = claims.get(conn) ?? new Map<string, number>();
-      const n = perKey.get(key) ?? 0;
-      if (n >= share) return false;
-      perKey.set(key, n + 1);
-      claims.set(conn, perKey);
-      claimed = { conn, key };
-      return true;
-    };
-    const release = () => {
-      if (claimed === undefined) return;
-      const perKey = claims.get(claimed.conn);
-      const n = (perKey?.get(claimed.key) ?? 1) - 1;
-      if (n > 0) perKey!.set(claimed.key, n);
-      else {
-        perKey?.delete(claimed.key);
-        if (perKey?.size === 0) claims.delete(claimed.conn);
+      const id = nextId++;
+      let shares = connections.get(conn);
+      if (shares === undefined) {
+        shares = new StreamShare(share);
+        connections.set(conn, shares);
       }
-      claimed = undefined;
-    };
-    if (share !== undefined) info.completed.then(release, release);
+      const mine = shares;
+      claimBackendStream = (key, waitMs) => mine.claim(id, key, waitMs, req.signal);
+      const release = () => {
+        mine.release(id);
+        if (mine.size === 0 && connections.get(conn) === mine) connections.delete(conn);
+      };
+      info.completed.then(release, release);
+    }
     let res: OutgoingResponse;
     try {
       res = await handler({ head, body: req.body, remote, signal: req.signal, claimBackendStream });

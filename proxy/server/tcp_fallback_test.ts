@@ -102,8 +102,11 @@ for (
 Deno.test("tcp fallback: one connection's requests in flight to a pool are capped; the claim is freed when the response is done", async () => {
   const claims: boolean[] = [];
   const handler = (req: IncomingRequest): Promise<OutgoingResponse> => {
-    claims.push(req.claimBackendStream?.("api") ?? true);
-    return Promise.resolve({ status: 200, headers: [], body: null });
+    const claim = req.claimBackendStream?.("api", 20) ?? true;
+    return Promise.resolve(claim).then((ok) => {
+      claims.push(ok);
+      return { status: 200, headers: [], body: null };
+    });
   };
   const serve = tcpFallbackHandler(handler, 443, { maxBackendStreamsPerConnection: 1 });
   const first = Promise.withResolvers<void>();
@@ -113,6 +116,7 @@ Deno.test("tcp fallback: one connection's requests in flight to a pool are cappe
       completed,
     }) as unknown as Deno.ServeHandlerInfo;
   await serve(new Request("https://a.test/1"), conn(first.promise));
+  // Waits 20 ms for the first to finish, which it does not: refused.
   await serve(new Request("https://a.test/2"), conn(new Promise(() => {})));
   await serve(new Request("https://a.test/3"), conn(Promise.resolve(), 50124));
   first.resolve();

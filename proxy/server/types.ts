@@ -23,11 +23,13 @@ export interface IncomingRequest {
   readonly signal: AbortSignal;
   /**
    * Counts this request against `key` (its pool) for its connection until
-   * the request is done; `false`, and nothing counted, when the connection
-   * already has `limits.max_backend_streams_per_connection` requests in
-   * flight on `key`. Absent: no per-connection limit (the TCP fallback).
+   * the request is done (see `stream_share.ts`): `true` at once while the
+   * connection has fewer than `limits.max_backend_streams_per_connection`
+   * requests in flight on `key`; past it, a promise that waits up to
+   * `waitMs` for one of them to finish and resolves `false` (nothing
+   * counted: answer 503, do not forward) if none does. Absent: no limit.
    */
-  readonly claimBackendStream?: (key: string) => boolean;
+  readonly claimBackendStream?: (key: string, waitMs: number) => boolean | Promise<boolean>;
 }
 
 /** A response the server encodes as HEADERS + DATA frames. */

@@ -1,14 +1,13 @@
 /**
  * Fault test (issue #25 item 5): a client that cancels its requests
  * (STOP_SENDING) before the response head must not leave their backend
- * streams open. A `node:http2` backend that never answers counts the
+ * streams open. A backend that never answers counts the
  * streams it was sent and the ones the proxy reset; the proxy's
  * `spooky_active_streams` gauge must come back to 0 while the client's
  * connection stays open.
  */
 // deno-lint-ignore-file no-console
 import assert from "node:assert/strict";
-import http2 from "node:http2";
 import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
@@ -16,32 +15,23 @@ import { faultConfig, getHead, sleep } from "./_support.ts";
 
 const N = 50;
 
-/** An h2c backend that never answers `/hang` and counts what happens to those streams. */
+/**
+ * An h2c backend (`Deno.serve`) that never answers `/hang` and counts those
+ * requests: opened, still open, and ended by the proxy (the stream reset,
+ * which aborts the request's signal).
+ */
 function hangingBackend() {
   const counts = { opened: 0, reset: 0, open: 0 };
-  const server = http2.createServer();
-  server.on("stream", (stream, headers) => {
-    if (!String(headers[":path"]).startsWith("/hang")) {
-      stream.respond({ ":status": 200 });
-      stream.end("ok");
-      return;
-    }
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    if (!new URL(req.url).pathname.startsWith("/hang")) return new Response("ok");
     counts.opened++;
     counts.open++;
-    stream.on("error", () => {});
-    stream.on("close", () => {
-      counts.open--;
-      if (stream.rstCode !== 0) counts.reset++;
-    });
+    await new Promise((resolve) => req.signal.addEventListener("abort", resolve, { once: true }));
+    counts.open--;
+    counts.reset++;
+    return new Response(null, { status: 499 });
   });
-  const listening = new Promise<number>((resolve) => {
-    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
-  });
-  return {
-    counts,
-    listening,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return { counts, port: server.addr.port, close: () => server.shutdown() };
 }
 
 async function activeStreams(adminPort: number): Promise<number> {
@@ -63,7 +53,7 @@ async function until(what: () => boolean | Promise<boolean>, ms: number): Promis
 for (const workers of [0, 1]) {
   Deno.test(`#25.5: a client's STOP_SENDING before the response head resets the backend stream (upstream_workers: ${workers})`, async () => {
     const be = hangingBackend();
-    const port = await be.listening;
+    const port = be.port;
     const proxy = await startProxy(
       faultConfig([`127.0.0.1:${port}`], {
         requestTimeoutMs: 60_000,
