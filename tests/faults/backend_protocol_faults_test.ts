@@ -14,7 +14,8 @@
  *
  * Afterwards the guilty backends are blamed in passive health (ejected
  * after `consecutive_failures`): a protocol violation and a timeout both
- * count.
+ * count; a client that leaves while a backend is asked is logged as 499
+ * and does not count against it.
  *
  * It runs for every upstream configuration in {@link CONFIGS}: both upstream
  * modes (`upstream_workers` 0 and 2) and, where the configuration knows
@@ -158,23 +159,37 @@ for (const config of CONFIGS) {
           await fresh.close();
         }
 
-        // The guilty are blamed: two more requests each to a protocol
-        // violator and to the staller make their 3rd consecutive failure.
-        for (const name of ["push_promise", "stall"]) {
-          for (let i = 0; i < 2; i++) {
-            await client.request({ head: getHead(`/evil/${name}/again`, proxy.port) });
-          }
-        }
         const log = () => proxy.stderr.join("\n");
-        await withTimeout(
-          (async () => {
-            while (!/backend stall ejected .*\(timeout\)/.test(log())) {
-              await new Promise((r) => setTimeout(r, 50));
-            }
-          })(),
-          10_000,
-          "stall ejected",
-        ).catch(() => {});
+        const waitFor = (re: RegExp, what: string) =>
+          withTimeout(
+            (async () => {
+              while (!re.test(log())) await new Promise((r) => setTimeout(r, 50));
+            })(),
+            10_000,
+            what,
+          );
+
+        // A client that leaves while the staller is asked: logged as 499
+        // (outcome aborted), and not counted against the backend.
+        const leaving = await H3TestClient.connect(proxy.port, ca);
+        const gone = leaving.request({ head: getHead("/evil/stall/gone", proxy.port) });
+        await new Promise((r) => setTimeout(r, 300));
+        await leaving.close();
+        await gone;
+        await waitFor(/\/evil\/stall\/gone" 499 .*outcome=aborted/, "the 499 access-log line");
+
+        // The guilty are blamed (consecutive_failures 3): the protocol
+        // violator after two more requests (each retried once), the staller
+        // at its 3rd timeout. Its 2nd timeout must not eject it: the client
+        // that left did not count.
+        for (let i = 0; i < 2; i++) {
+          await client.request({ head: getHead("/evil/push_promise/again", proxy.port) });
+        }
+        await client.request({ head: getHead("/evil/stall/again", proxy.port) });
+        await new Promise((r) => setTimeout(r, 200));
+        assert.doesNotMatch(log(), /backend stall ejected/, "a client that left is not a failure");
+        await client.request({ head: getHead("/evil/stall/again", proxy.port) });
+        await waitFor(/backend stall ejected .*\(timeout\)/, "stall ejected").catch(() => {});
         assert.match(log(), /backend push_promise ejected .*\(protocol\)/);
         assert.match(log(), /backend stall ejected .*\(timeout\)/);
         assert.doesNotMatch(log(), /backend good ejected/);
