@@ -10,7 +10,12 @@
 
 import { parseArgs } from "node:util";
 import { getLogger } from "@logtape/logtape";
-import { resolveLogFilePath, setupLogging, teardownLogging } from "../shared/logging.ts";
+import {
+  parseRustLog,
+  resolveLogFilePath,
+  setupLogging,
+  teardownLogging,
+} from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
 import type { Config } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
@@ -460,8 +465,8 @@ function bindNamed(
 
 /**
  * Whether the log file and the access-log file of `config` can be opened
- * for append (created, 0600, if missing, as startup would): one line per
- * file that cannot, naming its key.
+ * for append (created, 0600, if missing, as startup would), and whether
+ * `RUST_LOG` parses: one line per problem, naming its key.
  */
 function checkLogFiles(config: Config): string[] {
   const files: Array<[string, string]> = [];
@@ -474,9 +479,24 @@ function checkLogFiles(config: Config): string[] {
   const problems: string[] = [];
   for (const [key, path] of files) {
     try {
+      // Startup creates the log file's folder (0700); the access log's must exist.
+      if (key === "log.file.path") {
+        Deno.mkdirSync(path.slice(0, Math.max(path.lastIndexOf("/"), 1)), {
+          recursive: true,
+          mode: 0o700,
+        });
+      }
       Deno.openSync(path, { append: true, create: true, mode: 0o600 }).close();
     } catch (err) {
       problems.push(`${key}: cannot write ${JSON.stringify(path)}: ${(err as Error).message}`);
+    }
+  }
+  const rustLog = Deno.env.get("RUST_LOG");
+  if (rustLog !== undefined && rustLog.trim() !== "") {
+    try {
+      parseRustLog(rustLog);
+    } catch (err) {
+      problems.push(`RUST_LOG: ${(err as Error).message}`);
     }
   }
   return problems;

@@ -63,6 +63,12 @@ Deno.test("--check: a key that is not the certificate's, an unknown key and an u
     ]);
     assert.equal(logFile.code, 1);
     assert.match(logFile.stderr, /log\.access\.file: cannot write/);
+
+    const rustLog = await runCli(["--check", "-c", await writeConfig(config())], {
+      RUST_LOG: "info,proxy=loud",
+    });
+    assert.equal(rustLog.code, 1);
+    assert.match(rustLog.stderr, /RUST_LOG: .*unknown log level "loud"/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
