@@ -59,10 +59,6 @@ export interface AccessLog {
   close(): void;
 }
 
-function pad(n: number): string {
-  return n < 10 ? `0${n}` : String(n);
-}
-
 /** Creates an access log writing through `write`. */
 export function createAccessLog(opts: AccessLogOptions): AccessLog {
   const now = opts.now ?? Date.now;
@@ -89,10 +85,9 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
     if (s !== second) {
       second = s;
       const d = new Date(s * 1000);
-      stamp = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${
-        pad(d.getHours())
-      }:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+      // UTC, like every other log line (shared/logging.ts).
       iso = d.toISOString().slice(0, 19);
+      stamp = iso.replace("T", " ");
     }
   };
   const flush = () => {

@@ -18,8 +18,8 @@ const record = (over: Partial<RequestRecord> = {}): RequestRecord => ({
   ...over,
 });
 
-// 2026-11-24 10:40:00 local time, as the rest of the log prints it.
-const NOW = new Date(2026, 10, 24, 10, 40, 0, 123).getTime();
+// 2026-11-24 10:40:00 UTC, as the rest of the log prints it.
+const NOW = Date.UTC(2026, 10, 24, 10, 40, 0, 123);
 
 Deno.test("access log: one text line per request with every field; batched into one write", async () => {
   const writes: string[] = [];
