@@ -102,6 +102,11 @@ export interface H2ConnectionOptions {
   maxIdleFrames?: number;
   /** Streams assumed allowed before the peer's SETTINGS say (default 100). */
   initialPeerConcurrency?: number;
+  /**
+   * Huffman-code request field literals when shorter (default false: the
+   * backends are near, and plain literals cost less CPU than the bytes they save).
+   */
+  huffman?: boolean;
 }
 
 /** What the codec reports; the transport acts on each in order. */
@@ -175,7 +180,7 @@ export type OpenResult = { id: number } | { refused: OpenRefusal };
 export class H2ClientConnection {
   readonly #o: Required<H2ConnectionOptions>;
   readonly #decoder: HpackDecoder;
-  readonly #encoder = new HpackEncoder();
+  readonly #encoder: HpackEncoder;
   readonly #streams = new Map<number, Stream>();
 
   // Output: two buffers, one being written by the transport, one filling.
@@ -227,7 +232,9 @@ export class H2ClientConnection {
       maxPendingControl: opts.maxPendingControl ?? 1000,
       maxIdleFrames: opts.maxIdleFrames ?? 10_000,
       initialPeerConcurrency: opts.initialPeerConcurrency ?? 100,
+      huffman: opts.huffman ?? false,
     };
+    this.#encoder = new HpackEncoder({ huffman: this.#o.huffman });
     this.#peerMaxConcurrent = this.#o.initialPeerConcurrency;
     this.#decoder = new HpackDecoder(this.#o.headerTableSize);
     this.#connRecvWindow = this.#o.connectionWindow;

@@ -23,7 +23,7 @@
 import { huffmanDecodeToScratch, huffmanScratch } from "../hpack_common/huffman.ts";
 import { PREFIX_INT_NEED_MORE, prefixIntEnd, readPrefixInt } from "../hpack_common/prefix_int.ts";
 import { ByteWriter, latin1 } from "../hpack_common/bytes.ts";
-import { HPACK_STATIC_TABLE, hpackStaticIndex, hpackStaticNameIndex } from "./static_table.ts";
+import { HPACK_STATIC_TABLE, hpackStaticLookup } from "./static_table.ts";
 
 /** One field line: lowercase name (as sent), value. */
 export type FieldLine = [name: string, value: string];
@@ -288,14 +288,15 @@ export class HpackEncoder {
     const w = this.#w;
     w.pos = 0;
     for (const [name, value] of fields) {
-      const full = hpackStaticIndex(name, value);
-      if (full !== 0) {
-        w.int(full, 7, 0x80);
+      // > 0: the whole field is static entry n; < 0: its name is entry -n.
+      const hit = hpackStaticLookup(name, value);
+      if (hit > 0) {
+        w.int(hit, 7, 0x80);
         continue;
       }
       const never = SECRET.has(name);
       const flags = never ? 0x10 : 0x00;
-      const nameIndex = hpackStaticNameIndex(name);
+      const nameIndex = -hit;
       if (nameIndex !== 0) {
         w.int(nameIndex, 4, flags);
       } else {

@@ -72,19 +72,31 @@ export const HPACK_STATIC_TABLE: ReadonlyArray<readonly [name: string, value: st
     ] as const,
   );
 
-const NAME_INDEX = new Map<string, number>();
-const FULL_INDEX = new Map<string, number>();
+/** Per name: its first index and the indexes of its non-empty values. */
+const BY_NAME = new Map<string, { first: number; values: Array<[string, number]> }>();
 HPACK_STATIC_TABLE.forEach(([name, value], i) => {
-  if (!NAME_INDEX.has(name)) NAME_INDEX.set(name, i + 1);
-  if (value !== "") FULL_INDEX.set(`${name}\0${value}`, i + 1);
+  let e = BY_NAME.get(name);
+  if (e === undefined) BY_NAME.set(name, e = { first: i + 1, values: [] });
+  if (value !== "") e.values.push([value, i + 1]);
 });
 
 /** The first static index (1-based) whose name is `name`, or 0. */
 export function hpackStaticNameIndex(name: string): number {
-  return NAME_INDEX.get(name) ?? 0;
+  return BY_NAME.get(name)?.first ?? 0;
 }
 
 /** The static index (1-based) of `name: value` with a non-empty value, or 0. */
 export function hpackStaticIndex(name: string, value: string): number {
-  return FULL_INDEX.get(`${name}\0${value}`) ?? 0;
+  const e = BY_NAME.get(name);
+  if (e === undefined) return 0;
+  for (const [v, i] of e.values) if (v === value) return i;
+  return 0;
+}
+
+/** Both at once: the full match (> 0), else minus the first index of the name (or 0). */
+export function hpackStaticLookup(name: string, value: string): number {
+  const e = BY_NAME.get(name);
+  if (e === undefined) return 0;
+  for (const [v, i] of e.values) if (v === value) return i;
+  return -e.first;
 }
