@@ -414,9 +414,9 @@ export const LimitsConfigSchema = z.strictObject({
    */
   max_connections_per_address: positiveInt().default(64),
   /** Unfinished handshakes from one address group; past it the group's oldest is closed. */
-  max_handshakes_per_address: positiveInt().default(32),
+  max_handshakes_per_address: positiveInt().default(64),
   /** Unfinished handshakes from one network (see `network_prefix_v4`/`_v6`); past it its oldest is closed. */
-  max_handshakes_per_network: positiveInt().default(64),
+  max_handshakes_per_network: positiveInt().default(128),
   /**
    * New QUIC handshakes accepted per second; past it Initials are ignored
    * unseen (accepting one costs a TLS server flight, ignoring almost nothing).

@@ -41,9 +41,9 @@ export interface AdmissionLimits {
   maxConnections: number;
   /** Handshakes and connections from one address group (default 64). */
   maxPerAddress: number;
-  /** Unfinished handshakes from one address group; past it the group's oldest is shed (default 32). */
+  /** Unfinished handshakes from one address group; past it the group's oldest is shed (default 64). */
   maxHandshakesPerAddress: number;
-  /** Unfinished handshakes from one network; past it the network's oldest is shed (default 64). */
+  /** Unfinished handshakes from one network; past it the network's oldest is shed (default 128). */
   maxHandshakesPerNetwork: number;
   /**
    * New handshakes accepted per second (a token bucket holding one second's
@@ -66,8 +66,8 @@ export const DEFAULT_ADMISSION_LIMITS: Readonly<AdmissionLimits> = Object.freeze
   maxHandshakes: 256,
   maxConnections: 4096,
   maxPerAddress: 64,
-  maxHandshakesPerAddress: 32,
-  maxHandshakesPerNetwork: 64,
+  maxHandshakesPerAddress: 64,
+  maxHandshakesPerNetwork: 128,
   maxHandshakeRate: 2000,
   addressPrefix: Object.freeze({ v4: 32, v6: 64 }),
   networkPrefix: Object.freeze({ v4: 24, v6: 56 }),
