@@ -28,7 +28,14 @@
 export { type ConnectionInfo, H3Server, type H3ServerOptions } from "./server.ts";
 export { type ConnectionHooks, type ConnectionOptions, H3Connection } from "./connection.ts";
 export { tcpFallbackHandler } from "./tcp_fallback.ts";
-export type { IncomingRequest, OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
+export type {
+  IncomingRequest,
+  ListenerKind,
+  OutgoingResponse,
+  RequestFailure,
+  RequestHandler,
+  RequestRecord,
+} from "./types.ts";
 export type { StreamContext } from "./request_stream.ts";
 export { errorResponse } from "./error_response.ts";
 export { RequestBodyTooLarge, RequestIdleTimeout, ResponseIdleTimeout } from "./body_io.ts";
