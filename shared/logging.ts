@@ -23,7 +23,7 @@
  * @module
  */
 
-import { configure, type LogLevel, type LogRecord, reset, type Sink } from "@logtape/logtape";
+import { configure, reset, type Sink } from "@logtape/logtape";
 import {
   CREDIT_CARD_NUMBER_PATTERN,
   JWT_PATTERN,
@@ -45,8 +45,23 @@ export class LogConfigError extends Error {
   }
 }
 
+/** A LogTape level, least severe first (the same union as LogTape's own `LogLevel`). */
+export type LogLevel = "trace" | "debug" | "info" | "warning" | "error" | "fatal";
+
 /** A level accepted by {@link parseLevel}: a LogTape level, or `"off"` to log nothing. */
 export type LevelOrOff = LogLevel | "off";
+
+/** The fields of a LogTape record that {@link formatLine} reads (every LogTape `LogRecord` has them). */
+export interface LogLine {
+  /** Logger category, e.g. `["proxy", "health"]`. */
+  readonly category: readonly string[];
+  /** Severity. */
+  readonly level: LogLevel;
+  /** Message parts: text at even indexes, values at odd ones. */
+  readonly message: readonly unknown[];
+  /** Milliseconds since the epoch. */
+  readonly timestamp: number;
+}
 
 /**
  * Every accepted level name (lower case) and the LogTape level it means.
@@ -184,7 +199,7 @@ function renderValue(value: unknown): string {
  * // "[1970-01-01 00:00:00] [INFO] [proxy::health] up"
  * ```
  */
-export function formatLine(record: LogRecord): string {
+export function formatLine(record: LogLine): string {
   const time = new Date(record.timestamp).toISOString().slice(0, 19).replace("T", " ");
   let text = "";
   for (let i = 0; i < record.message.length; i++) {
@@ -280,10 +295,10 @@ const SECRET_FIELDS: RegExp[] = [
  * bearer-looking segments or query values (32+ characters mixing cases and
  * digits, or 32+ hex digits).
  */
-export const redactedFormatLine: (record: LogRecord) => string = redactByPattern(
+export const redactedFormatLine: (record: LogLine) => string = redactByPattern(
   formatLine,
   REDACTION_PATTERNS,
-) as (record: LogRecord) => string;
+) as (record: LogLine) => string;
 
 /** Options for {@link setupLogging}. */
 export interface LoggingOptions {

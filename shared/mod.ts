@@ -28,6 +28,8 @@ export {
   type LevelOrOff,
   LogConfigError,
   type LoggingOptions,
+  type LogLevel,
+  type LogLine,
   lookupLevel,
   parseLevel,
   parseRustLog,
@@ -38,6 +40,7 @@ export {
   setupLogging,
   teardownLogging,
 } from "./logging.ts";
+export type { RedactionPattern } from "@logtape/redaction";
 export { median, quantile } from "./stats.ts";
 export { PRODUCT, USER_AGENT, VERSION } from "./version.ts";
 export * as certs from "./certs/mod.ts";
