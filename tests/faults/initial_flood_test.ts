@@ -170,7 +170,7 @@ Deno.test("#24.3: a flood from one network sheds that network's handshakes and l
   }));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   const before = await rejected(proxy.adminPort!);
-  // 50 addresses of 127.5.5.0/24: one network, 64 unfinished handshakes at most.
+  // 50 addresses of 127.5.5.0/24: one network, 128 unfinished handshakes at most.
   const sources = Array.from({ length: 50 }, (_, i) => `127.5.5.${i + 2}`);
   const flood = floodInitials({
     hostname: "127.0.0.1",
