@@ -177,3 +177,45 @@ log: {access: {format: json, file: "${file}"}}
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("#21.1: TCP fallback: a download the client abandons is one line (outcome aborted) and one count", async () => {
+  const be = startBackend("b");
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/access.log`;
+  const certs = await testCerts();
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+admin: {port: 0}
+log: {access: {format: json, file: "${file}"}}
+`);
+  try {
+    const before = await requestsTotal(proxy.adminPort!);
+    const size = 64 * 1024 * 1024;
+    // 64 MiB at 1 MiB/s, given up after 1 s.
+    await curl(proxy.port, certs.caPath, [
+      "--http2",
+      "--limit-rate",
+      "1M",
+      "--max-time",
+      "1",
+      `https://localhost:${proxy.port}/bytes/${size}`,
+    ]);
+    let lines: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 100 && lines.length < 1; i++) {
+      await sleep(100);
+      lines = (await Deno.readTextFile(file)).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    }
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0].listener, "tcp");
+    assert.equal(lines[0].status, 200);
+    assert.equal(lines[0].outcome, "aborted");
+    assert.ok((lines[0].bytes as number) < size);
+    assert.equal((await requestsTotal(proxy.adminPort!)) - before, 1);
+  } finally {
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
