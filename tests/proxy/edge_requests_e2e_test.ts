@@ -4,8 +4,10 @@
  * on the TCP fallback) and a real backend on loopback.
  */
 import assert from "node:assert/strict";
-import { encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
+import { concatBytes, decodeVarint, encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
+import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
+import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 
@@ -154,4 +156,97 @@ Deno.test("#24.5: a client's forged forwarding fields are replaced by the proxy'
   const other = await forwardedSeen("trusted_proxies: [10.0.0.0/8]");
   assert.equal(other["x-forwarded-for"], "127.0.0.1");
   assert.equal(other["x-real-ip"], "127.0.0.1");
+});
+
+/** A backend whose answer comes late and whose body pauses mid-way: the proxy probes the stream meanwhile. */
+function slowBackend() {
+  return startBackend("slow", async (req) => {
+    const url = new URL(req.url);
+    if (url.pathname === "/page.html") {
+      return new Response(PROBED_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    let sent = 0;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async pull(c) {
+          if (sent === 2) return c.close();
+          if (sent++ === 1) await new Promise((r) => setTimeout(r, 1200));
+          c.enqueue(new TextEncoder().encode("x".repeat(1000)));
+        },
+      }),
+      { headers: { "content-type": "text/plain" } },
+    );
+  });
+}
+
+const PROBED_PAGE = `<!doctype html><html><body><pre id="out">pending</pre><script>
+(async () => {
+  const res = await fetch("/slow", { cache: "no-store" });
+  const text = await res.text();
+  document.getElementById("out").textContent = "DONE " + res.status + ":" + text.length;
+})().catch((e) => { document.getElementById("out").textContent = "ERROR " + e; });
+</script></body></html>`;
+
+Deno.test("#25.5: the cancel probes (RFC 9114 §7.2.8 reserved frames before HEADERS and between DATA) are ignored by gtlsclient and Chromium", async () => {
+  const be = slowBackend();
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+`);
+  try {
+    const r = await gtls(proxy.port, `https://localhost:${proxy.port}/slow`, { streams: 3 });
+    assert.equal(r.code, 0, r.output.slice(-2000));
+    assert.deepEqual(r.statuses, [200, 200, 200]);
+    const client = await H3TestClient.connect(proxy.port, await ca());
+    try {
+      const res = await client.request({ head: head("localhost", "/slow") });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.length, 2000);
+      assert.ok(res.finished);
+      // The raw stream: probes before the HEADERS (the head took 1.5 s) and
+      // between the two DATA frames (1.2 s apart).
+      const s = await client.conn.createBidirectionalStream();
+      const w = s.writable.getWriter();
+      await w.write(
+        encodeFrame(FrameType.HEADERS, client.encodeFields(head("localhost", "/slow"))),
+      );
+      await w.close();
+      // FrameDecoder skips reserved frames: walk the frame headers by hand.
+      const parts: Uint8Array[] = [];
+      for await (const chunk of s.readable) parts.push(chunk);
+      const bytes = concatBytes(...parts);
+      const seq: string[] = [];
+      for (let at = 0; at < bytes.length;) {
+        const type = decodeVarint(bytes, at) as { value: number; length: number };
+        const len = decodeVarint(bytes, at + type.length) as { value: number; length: number };
+        at += type.length + len.length + len.value;
+        const kind = type.value === FrameType.DATA
+          ? "D"
+          : type.value === FrameType.HEADERS
+          ? "H"
+          : type.value === 0x21 && len.value === 0
+          ? "P"
+          : "?";
+        seq.push(kind);
+      }
+      const shape = seq.join("");
+      assert.match(shape, /^P+HD+P+D+$/, shape);
+    } finally {
+      await client.close();
+    }
+    if (chromiumPath() !== null) {
+      const certs = await testCerts();
+      const origin = `localhost:${proxy.port}`;
+      const page = await chromiumDumpDom(`https://${origin}/page.html`, {
+        quicOrigin: origin,
+        spkiPin: certs.spkiPin,
+      });
+      assert.match(page.dom, /DONE 200:2000/, `dom: ${page.dom.slice(0, 300)}`);
+    }
+  } finally {
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
 });
