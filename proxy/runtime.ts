@@ -33,12 +33,17 @@ export interface RuntimeOptions {
 
 /** One backend as the admin API shows it. */
 export interface BackendInfo {
+  /** Backend id, unique across pools. */
   id: string;
+  /** The pool (`upstream` key) it belongs to. */
   pool: string;
+  /** `host:port` it is reached at. */
   address: string;
   /** Effective weight (an admin override, or the configured one). */
   weight: number;
+  /** The weight in the configuration file. */
   configuredWeight: number;
+  /** False while the admin API has it disabled (no new requests). */
   enabled: boolean;
   /** Active health-check state. */
   health: "healthy" | "unhealthy";
@@ -138,6 +143,7 @@ export class ProxyRuntime {
   #gen: Generation;
   #started = false;
 
+  /** Builds the first generation from `config`; nothing runs until {@link start}. */
   constructor(config: Config, opts: RuntimeOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => performance.now());

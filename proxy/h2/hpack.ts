@@ -169,6 +169,7 @@ function readString(
  * connection's). A block must be whole (HEADERS + CONTINUATION joined).
  */
 export class HpackDecoder {
+  /** The connection's dynamic table (RFC 7541 §2.3.2). */
   readonly table: HpackDynamicTable;
   /** The largest table size we allow the peer to set (our SETTINGS_HEADER_TABLE_SIZE). */
   #limit: number;

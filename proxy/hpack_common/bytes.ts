@@ -93,9 +93,12 @@ export type HuffmanChoice = boolean | "auto";
 
 /** A growable byte buffer for building QPACK instructions. */
 export class ByteWriter {
+  /** The buffer; bytes `[0, pos)` are written. Replaced by a larger one when it fills. */
   buf: Uint8Array;
+  /** Bytes written so far. */
   pos = 0;
 
+  /** Creates an empty writer with `initial` bytes of capacity. */
   constructor(initial = 256) {
     this.buf = new Uint8Array(initial);
   }

@@ -26,7 +26,9 @@ export const LATENCY_BUCKETS_S: readonly number[] = [
 export interface HistogramSnapshot {
   /** Upper bounds and cumulative counts, `+Inf` last. */
   buckets: Array<[le: number, count: number]>;
+  /** Sum of all observed values. */
   sum: number;
+  /** Number of observations. */
   count: number;
 }
 
@@ -46,6 +48,7 @@ export class Histogram {
   #sum = 0;
   #count = 0;
 
+  /** Creates an empty histogram over `bounds`, the bucket upper bounds (any order; `+Inf` is implied). */
   constructor(bounds: readonly number[] = LATENCY_BUCKETS_S) {
     this.#bounds = [...bounds].sort((a, b) => a - b);
     this.#counts = new Float64Array(this.#bounds.length);

@@ -14,7 +14,9 @@ import type { HistogramSnapshot } from "./histogram.ts";
 
 /** Everything the exposition shows, gathered by the caller. */
 export interface MetricsView {
+  /** Proxy-wide request counters. */
   global: CounterSet;
+  /** One entry per configured backend. */
   backends: Array<{
     id: string;
     pool: string;
@@ -24,8 +26,11 @@ export interface MetricsView {
     weight: number;
     picks: number;
   }>;
+  /** Request latency histogram, in seconds. */
   latency: HistogramSnapshot;
+  /** Open HTTP/3 connections. */
   activeConnections: number;
+  /** Open HTTP/3 request streams. */
   activeStreams: number;
   /** Connections turned away by the admission limits, by reason. */
   rejectedConnections?: ReadonlyMap<string, number>;
@@ -33,9 +38,13 @@ export interface MetricsView {
   quic?: QuicSocketView;
   /** The TCP listeners (TCP fallback, admin), each with its connection counters. */
   tcpListeners?: ReadonlyArray<TcpListenerView>;
+  /** Product version, the `version` label of `build_info`. */
   version: string;
+  /** Seconds since the process started. */
   uptimeSeconds: number;
+  /** Process start, seconds since the epoch. */
   startTimeSeconds: number;
+  /** Resident memory in bytes. */
   residentBytes: number;
 }
 

@@ -125,6 +125,7 @@ export class AdmissionTable<H> {
   #tokens: number;
   #refilled: number;
 
+  /** Creates an empty table; `now` is a monotonic clock in milliseconds (injected for tests). */
   constructor(limits: AdmissionLimits, now: () => number) {
     this.#limits = limits;
     this.#now = now;

@@ -25,10 +25,15 @@ const log = getLogger(["proxy", "quic"]);
 
 /** Options of {@link listenQuic}. */
 export interface ListenQuicOptions {
+  /** Address to bind (`::` for every IPv6 and IPv4 address). */
   hostname: string;
+  /** UDP port to bind (0: any free port). */
   port: number;
+  /** PEM certificate chain. */
   cert: string;
+  /** PEM private key of the certificate. */
   key: string;
+  /** ALPN protocols offered (default `["h3"]`). */
   alpnProtocols?: string[];
   /** Concurrent request streams a client may open (default 256). */
   maxStreams?: number;
@@ -44,6 +49,7 @@ export interface ListenQuicOptions {
 
 /** What {@link listenQuic} returns: the transport and its admission figures. */
 export interface DenoQuicTransport extends QuicServerTransport {
+  /** Serves new handshakes with another certificate (PEM); open connections keep theirs. */
   setCertificate(cert: string, key: string): void;
   /** Unfinished handshakes held now. */
   readonly handshakes: number;

@@ -11,8 +11,11 @@
 
 /** One pool's route, as in the configuration. */
 export interface RouteRule {
+  /** The pool (`upstream` key) the route sends to. */
   pool: string;
+  /** `route.host`: the request's host must equal it (no port, any case); absent: any host. */
   host?: string;
+  /** `route.path_prefix`: the path must start with it; absent: any path. */
   path_prefix?: string;
 }
 

@@ -69,6 +69,7 @@ export class RequestBodyTooLarge extends Error {
 
 /** No next part of a request (its HEADERS, or more of its body) arrived in time: 408. */
 export class RequestIdleTimeout extends Error {
+  /** Creates the error; `ms` is the idle timeout that passed. */
   constructor(ms: number) {
     super(`no part of the request arrived within ${ms} ms`);
     this.name = "RequestIdleTimeout";
@@ -77,6 +78,7 @@ export class RequestIdleTimeout extends Error {
 
 /** The backend's response body stopped arriving for longer than the idle timeout. */
 export class ResponseIdleTimeout extends Error {
+  /** Creates the error; `ms` is the idle timeout that passed. */
   constructor(ms: number) {
     super(`the response body stalled for ${ms} ms`);
     this.name = "ResponseIdleTimeout";

@@ -75,6 +75,7 @@ export interface ForwardDeps {
 
 /** The pool a request was routed to. */
 export interface PoolTarget {
+  /** The pool's name (`upstream` key). */
   name: string;
   /** `request_timeout_ms` of the pool. */
   timeoutMs: number;
