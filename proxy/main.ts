@@ -334,6 +334,14 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     for (const w of loaded.warnings) {
       log.warn("reload: {warning}", { warning: formatProblem(w) });
     }
+    // Log files that cannot be written (or a bad RUST_LOG) stop startup, so
+    // they reject a reload too, before anything changes.
+    const logProblems = checkLogFiles(loaded.config);
+    if (logProblems.length > 0) {
+      for (const e of logProblems) log.error("reload rejected: {error}", { error: e });
+      log.error("configuration reload failed; the previous configuration keeps serving");
+      return { ok: false, errors: logProblems };
+    }
     // The certificate first: a pair that cannot be used rejects the whole
     // reload, before anything else changes.
     const tls = loaded.config.listen.tls;
@@ -362,8 +370,9 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     const restartRequired = await runtime.reload(loaded.config);
     // Logging as the new file says: level, log file, access log.
     const logChange = await applyLogConfig(logged, loaded.config, sink);
-    logged = loaded.config;
-    restartRequired.push(...logChange);
+    // What could not be applied is tried again at the next reload.
+    if (logChange.applied) logged = loaded.config;
+    restartRequired.push(...logChange.notes);
     if (renewed) {
       log.info("new {which} connections get the certificate from {path}", {
         which: fallback ? "HTTP/3 and TCP fallback" : "HTTP/3",
@@ -506,14 +515,16 @@ function checkLogFiles(config: Config): string[] {
  * Applies the `log` settings of a reloaded configuration when they differ
  * from those in effect: the level and the log file (LogTape is configured
  * anew), and the access log (reopened with its new format and file; the old
- * one is flushed and closed). Returns what cannot take effect: a level
- * `RUST_LOG` overrides is listed as `log.level (RUST_LOG overrides it)`.
+ * one is flushed and closed). Returns whether all of it took effect, and
+ * what did not: a level `RUST_LOG` overrides is listed as
+ * `log.level (RUST_LOG overrides it)`, a log file that cannot be opened as
+ * `log (cannot be applied: see the log)`.
  */
 async function applyLogConfig(
   current: Config,
   next: Config,
   sink: RequestSink,
-): Promise<string[]> {
+): Promise<{ applied: boolean; notes: string[] }> {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const notes: string[] = [];
   const log = getLogger(["proxy"]);
@@ -547,7 +558,7 @@ async function applyLogConfig(
       notes.push("log.access (cannot be applied: see the log)");
     }
   }
-  return notes;
+  return { applied: !notes.some((n) => n.includes("cannot be applied")), notes };
 }
 
 /**

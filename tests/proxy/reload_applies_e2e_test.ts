@@ -70,6 +70,20 @@ ${extra}
     assert.deepEqual(lines.map((l) => [l.path, l.status]), [["/three", 200]]);
     assert.equal(proxy.stderr.filter((l) => l.includes("[proxy::access]")).length, onStderr);
 
+    // An access-log file that cannot be opened rejects the reload, as it stops startup.
+    await Deno.writeTextFile(
+      proxy.configPath,
+      config(`log: {level: debug, access: {format: json, file: "${dir}/missing/access.json"}}`),
+    );
+    const rejected = await fetch(`http://127.0.0.1:${proxy.adminPort}/admin/reload`, {
+      method: "POST",
+    });
+    assert.equal(rejected.status, 400);
+    assert.match(JSON.stringify(await rejected.json()), /log\.access\.file: cannot write/);
+    assert.equal(await get("/four"), 200);
+    await sleep(300);
+    assert.equal((await Deno.readTextFile(file)).trim().split("\n").length, 2, "still logging");
+
     // A port change needs a restart and is listed; reverted, it no longer is.
     await Deno.writeTextFile(proxy.configPath, config("", 1));
     assert.deepEqual((await reload(proxy.adminPort!)).restart_required, ["listen.port"]);
