@@ -286,3 +286,33 @@ Deno.test("proxy app: a pool whose backends are all disabled says no enabled bac
     "no_healthy_backend",
   );
 });
+
+Deno.test("proxy app: a request past its connection's share of the pool is 503 backend_share_exceeded and never forwarded; one that waits and gets a slot is", async () => {
+  const transport = transportOf(() => ok());
+  const app = createProxyApp({
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => true },
+    transport,
+  });
+  const asked: Array<[string, number]> = [];
+  const base = request("/api/x");
+  const refused = await app({
+    ...base,
+    claimBackendStream: (key, waitMs) => {
+      asked.push([key, waitMs]);
+      return Promise.resolve(false);
+    },
+  });
+  assert.equal(refused.status, 503);
+  assert.match(new TextDecoder().decode(refused.body as Uint8Array), /backend_share_exceeded/);
+  assert.equal(transport.seen.length, 0);
+  // The wait bound is the pool's request_timeout_ms.
+  assert.deepEqual(asked, [["api", 50]]);
+  assert.equal((await app({ ...base, claimBackendStream: () => false })).status, 503);
+  assert.equal(transport.seen.length, 0);
+  const waited = await app({ ...base, claimBackendStream: () => Promise.resolve(true) });
+  assert.equal(waited.status, 200);
+  assert.equal((await app({ ...base, claimBackendStream: () => true })).status, 200);
+  assert.equal(transport.seen.length, 2);
+});
