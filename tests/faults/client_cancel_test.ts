@@ -102,3 +102,57 @@ for (const workers of [0, 1]) {
     }
   });
 }
+
+Deno.test("#25.5: rapid cancels (HEADERS, then STOP_SENDING at once) do not pile up at the backend; another client is served meanwhile", async () => {
+  const RAPID = 300;
+  const be = hangingBackend();
+  const proxy = await startProxy(
+    faultConfig([`127.0.0.1:${be.port}`], {
+      requestTimeoutMs: 60_000,
+      extra: "admin: {address: 127.0.0.1, port: 0}",
+    }),
+  );
+  const pem = await Deno.readTextFile((await testCerts()).caPath);
+  const attacker = await H3TestClient.connect(proxy.port, pem);
+  const other = await H3TestClient.connect(proxy.port, pem);
+  const latency = async () => {
+    const t0 = performance.now();
+    const r = await other.request({ head: getHead("/fine", proxy.port) });
+    assert.equal(r.status, 200);
+    return performance.now() - t0;
+  };
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  try {
+    const quiet: number[] = [];
+    for (let i = 0; i < 20; i++) quiet.push(await latency());
+    const block = attacker.encodeFields(getHead("/hang/rapid", proxy.port));
+    const busy: number[] = [];
+    const measuring = (async () => {
+      for (let i = 0; i < 20; i++) busy.push(await latency());
+    })();
+    for (let i = 0; i < RAPID; i++) {
+      const s = await attacker.conn.createBidirectionalStream({ waitUntilAvailable: true });
+      const w = s.writable.getWriter();
+      await w.write(encodeFrame(FrameType.HEADERS, block));
+      await w.close();
+      await s.readable.cancel(new Error("rapid")).catch(() => {});
+    }
+    await measuring;
+    const drained = await until(() => be.counts.open === 0, 15_000);
+    const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
+    console.log(
+      `rapid cancels: ${RAPID} sent, ${be.counts.opened} reached the backend, ${be.counts.reset} reset, ` +
+        `${be.counts.open} open at the end; other client's median ${
+          median(quiet).toFixed(1)
+        } ms quiet, ${median(busy).toFixed(1)} ms during`,
+    );
+    assert.ok(drained >= 0, `backend streams still open: ${be.counts.open}`);
+    assert.ok(freed >= 0, "the proxy's active-stream gauge came back to 0");
+    assert.equal(be.counts.reset, be.counts.opened);
+  } finally {
+    await attacker.close();
+    await other.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
