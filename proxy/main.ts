@@ -149,7 +149,11 @@ async function main(args: string[]): Promise<number> {
       console.error(`Error loading config: ${loaded.message}`);
     } else {
       for (const p of loaded.problems) console.error(formatProblem(p));
-      console.error("Configuration validation failed. Exiting...");
+      console.error(
+        cli.check
+          ? "Configuration validation failed."
+          : "Configuration validation failed. Exiting...",
+      );
     }
     return 1;
   }

@@ -51,6 +51,7 @@ Deno.test("--check: a key that is not the certificate's, an unknown key and an u
       await writeConfig(config("passive_helth: {enabled: true}")),
     ]);
     assert.equal(typo.code, 1);
+    assert.match(typo.stderr, /^Configuration validation failed\.$/m);
     assert.match(
       typo.stderr,
       /passive_helth \(line \d+\): unknown key \(did you mean `passive_health`\?\)/,
