@@ -246,3 +246,37 @@ Deno.test("ProxyRuntime: a passive_health change is applied at reload (new thres
   await runtime.stop();
   await failing.stop();
 });
+
+Deno.test("ProxyRuntime: load_balancing and trusted_proxies changed by a reload are in effect at once", async () => {
+  const headersSeen: Array<ReadonlyArray<readonly [string, string]>> = [];
+  const { calls, opts } = fakes();
+  const inner = opts.transport;
+  const transport: UpstreamTransport = {
+    ...inner,
+    exchange(req) {
+      headersSeen.push(req.headers);
+      return inner.exchange(req);
+    },
+  };
+  const runtime = new ProxyRuntime(config(), { ...opts, transport });
+  // round-robin (weights 100:50) spreads one path over both api backends.
+  for (let i = 0; i < 6; i++) await runtime.handler(get("/api/same"));
+  assert.equal(new Set(calls).size, 2);
+  await runtime.reload(config({ load_balancing: { type: "consistent-hash", key: "path" } }));
+  calls.length = 0;
+  for (let i = 0; i < 6; i++) await runtime.handler(get("/api/same"));
+  assert.equal(new Set(calls).size, 1, "consistent-hash on path: one backend for one path");
+
+  // A client's own x-forwarded-for is replaced until its address is trusted.
+  const fromProxy = (): IncomingRequest => ({
+    ...get("/api/x"),
+    head: { ...get("/api/x").head, fields: [["x-forwarded-for", "198.51.100.9"]] },
+  });
+  const xff = () => headersSeen.at(-1)!.find(([n]) => n === "x-forwarded-for")?.[1];
+  await runtime.handler(fromProxy());
+  assert.equal(xff(), "192.0.2.1");
+  await runtime.reload(config({ trusted_proxies: ["192.0.2.0/24"] }));
+  await runtime.handler(fromProxy());
+  assert.equal(xff(), "198.51.100.9, 192.0.2.1");
+  await runtime.stop();
+});
