@@ -81,7 +81,7 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
       name,
       balancer: createBalancer(
         lb,
-        u.backends.map((b) => ({ id: b.id, address: b.address, weight: b.weight })),
+        u.backends.map((b) => ({ id: b.id, address: b.address, weight: b.weight, tls: b.tls })),
         { random: deps.random },
       ),
       timeoutMs: u.request_timeout_ms,

@@ -12,6 +12,8 @@ export interface BackendRef {
   readonly address: string;
   /** Relative weight (config default 100). 0, negative or non-finite means drained. */
   readonly weight: number;
+  /** The backend's `tls` setting (HTTP/2 over TLS), when it has one. */
+  readonly tls?: { readonly ca?: string; readonly server_name?: string };
 }
 
 /** The parts of a client request a balancer may look at. */

@@ -249,6 +249,15 @@ function validateText(
     const config = parsed.data;
     if (tlsPaths.cert !== undefined) config.listen.tls.cert = tlsPaths.cert;
     if (tlsPaths.key !== undefined) config.listen.tls.key = tlsPaths.key;
+    // A backend's `tls.ca` is a path too, relative to the config file's folder.
+    for (const pool of Object.values(config.upstream)) {
+      for (const b of pool.backends) {
+        const ca = b.tls?.ca;
+        if (ca !== undefined && baseDir !== undefined && !isAbsolute(ca)) {
+          b.tls!.ca = resolve(baseDir, ca);
+        }
+      }
+    }
     const warnings: ConfigProblem[] = [];
     if (pem.cert !== undefined) {
       const w = validityWarning(pem.cert, now());

@@ -814,6 +814,7 @@ Deno.test("minimal config gets every default", () => {
       network_prefix_v6: 56,
       idle_reclaim_ms: 5000,
       upstream_workers: "auto",
+      upstream_client: "spooky",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
     trusted_proxies: [],

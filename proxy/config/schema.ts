@@ -332,6 +332,20 @@ export const HealthCheckConfigSchema = z.strictObject({
   }).default("GET"),
 });
 
+/**
+ * `tls` of a backend: HTTP/2 over TLS (ALPN h2) instead of h2c. `true` trusts
+ * the system's roots; `ca` names a PEM file of CA certificates to trust
+ * instead (relative to the config file); `server_name` is the name sent
+ * (SNI) and checked in the certificate, by default the address's host.
+ */
+export const BackendTlsConfigSchema = z.preprocess(
+  (v) => (v === true ? {} : v === false ? undefined : v),
+  z.strictObject({
+    ca: nonEmpty().optional(),
+    server_name: nonEmpty().optional(),
+  }, { error: "must be true, false or a mapping with ca and server_name" }).optional(),
+);
+
 /** One backend of a pool. */
 export const BackendConfigSchema = z.strictObject({
   id: nonEmpty(),
@@ -340,6 +354,7 @@ export const BackendConfigSchema = z.strictObject({
   }),
   weight: nonNegativeInt().default(100),
   health_check: HealthCheckConfigSchema.optional(),
+  tls: BackendTlsConfigSchema,
 });
 
 /**
@@ -606,6 +621,14 @@ export const ConfigSchema = z.strictObject({
     }
     if (!Array.isArray(value.backends)) continue;
     value.backends.forEach((backend: unknown, index: number) => {
+      const client = (config.limits as { upstream_client?: unknown } | undefined)?.upstream_client;
+      if (isRecord(backend) && backend.tls !== undefined && client === "node") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["upstream", pool, "backends", index, "tls"],
+          message: "needs limits.upstream_client: spooky (the node client speaks h2c only)",
+        });
+      }
       if (!isRecord(backend) || typeof backend.id !== "string" || backend.id === "") return;
       const first = ids.get(backend.id);
       if (first === undefined) {

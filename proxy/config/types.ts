@@ -70,6 +70,14 @@ export interface HealthCheckConfig {
   method: string;
 }
 
+/** `tls` of a backend (`true` in the file is `{}`): HTTP/2 over TLS with ALPN h2. */
+export interface BackendTlsConfig {
+  /** PEM file of CA certificates to trust instead of the system's roots (resolved path). */
+  ca?: string;
+  /** Name for SNI and the certificate check; default the address's host. */
+  server_name?: string;
+}
+
 /** One backend of a pool. */
 export interface BackendConfig {
   /** Identifier, unique across all pools. */
@@ -80,6 +88,8 @@ export interface BackendConfig {
   weight: number;
   /** Active health checking; none when absent. */
   health_check?: HealthCheckConfig;
+  /** TLS to the backend; h2c (prior knowledge) when absent. */
+  tls?: BackendTlsConfig;
 }
 
 /** One pool of `upstream`. */

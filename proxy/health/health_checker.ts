@@ -29,6 +29,12 @@ export interface BackendWithHealth {
   readonly health_check?: Partial<HealthCheckConfig>;
   /** HTTP client for this backend's probes (overrides the checker's). */
   readonly client?: Deno.HttpClient;
+  /**
+   * The backend's `tls`: probes go over HTTPS, trusting `ca` (a PEM file)
+   * when given (the probe names the address's host: `server_name` is not
+   * used by probes).
+   */
+  readonly tls?: { readonly ca?: string; readonly server_name?: string };
 }
 
 /** What a probe passes to `fetch`. */
@@ -82,7 +88,9 @@ interface Target {
   readonly url: string;
   readonly host: string;
   readonly hc: HealthCheckConfig;
-  readonly client: Deno.HttpClient | undefined;
+  client: Deno.HttpClient | undefined;
+  /** PEM file of the CA a client of this target's own trusts (made at start, closed at stop). */
+  readonly caFile: string | undefined;
   readonly state: HealthState;
   timer: unknown;
   inflight: Promise<void> | undefined;
@@ -170,10 +178,11 @@ export class HealthChecker {
       const path = hc.path.startsWith("/") ? hc.path : `/${hc.path}`;
       this.#targets.set(b.id, {
         id: b.id,
-        url: `http://${b.address}${path}`,
+        url: `${b.tls ? "https" : "http"}://${b.address}${path}`,
         host: b.address,
         hc: { ...hc, method: hc.method.toUpperCase() },
         client: b.client,
+        caFile: b.client === undefined ? b.tls?.ca : undefined,
         state: new HealthState(hc),
         timer: undefined,
         inflight: undefined,
@@ -189,6 +198,15 @@ export class HealthChecker {
     this.#running = true;
     if (this.#fetch === undefined && this.#ownClient === undefined && this.#needsOwnClient()) {
       this.#ownClient = Deno.createHttpClient({ http1: false, http2: true });
+    }
+    for (const t of this.#targets.values()) {
+      if (t === null || t.caFile === undefined || t.client !== undefined) continue;
+      try {
+        const ca = Deno.readTextFileSync(t.caFile);
+        t.client = Deno.createHttpClient({ http1: false, http2: true, caCerts: [ca] });
+      } catch {
+        // Unreadable CA: the probes fail their TLS check and say so.
+      }
     }
     for (const t of this.#targets.values()) {
       if (t !== null && t.timer === undefined && t.inflight === undefined) this.#probe(t);
@@ -218,6 +236,11 @@ export class HealthChecker {
       this.#ownClient.close();
       this.#ownClient = undefined;
     }
+    for (const t of this.#targets.values()) {
+      if (this.#running || t === null || t.caFile === undefined || t.client === undefined) continue;
+      t.client.close();
+      t.client = undefined;
+    }
   }
 
   /**
@@ -237,7 +260,9 @@ export class HealthChecker {
   }
 
   #needsOwnClient(): boolean {
-    for (const t of this.#targets.values()) if (t !== null && t.client === undefined) return true;
+    for (const t of this.#targets.values()) {
+      if (t !== null && t.client === undefined && t.caFile === undefined) return true;
+    }
     return false;
   }
 

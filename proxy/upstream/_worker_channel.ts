@@ -25,6 +25,8 @@ export type Msg =
     t: "req";
     id: number;
     address: string;
+    /** The backend's `tls` setting, if any. */
+    tls?: { ca?: string; server_name?: string };
     method: string;
     path: string;
     authority: string | undefined;

@@ -187,6 +187,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
       try {
         res = await transport.exchange({
           address: backend.address,
+          tls: backend.tls,
           method: head.method,
           path,
           authority,

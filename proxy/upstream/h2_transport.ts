@@ -66,6 +66,8 @@ const MAX_REPLAYS = 2;
 export interface BackendTls {
   /** PEM CA certificates to trust instead of the system's roots. */
   readonly caCerts?: readonly string[];
+  /** A PEM file of CA certificates, read at each new session (so a replaced file applies). */
+  readonly caFile?: string;
   /** Server name for SNI and certificate checking; default the address's host. */
   readonly serverName?: string;
 }
@@ -74,7 +76,7 @@ export interface BackendTls {
 export interface H2TransportOptions {
   /** Opens the byte stream to a backend (tests inject one); default `Deno.connect`/`connectTls`. */
   connect?: (address: string, tls: BackendTls | undefined) => Promise<Deno.Conn>;
-  /** TLS settings of a backend address, or undefined for h2c. */
+  /** TLS settings of a backend address (tests); default the request's own `tls`. */
   tlsFor?: (address: string) => BackendTls | undefined;
   /** Sessions per backend address at most (default 8). */
   maxSessionsPerAddress?: number;
@@ -102,11 +104,22 @@ async function defaultConnect(address: string, tls: BackendTls | undefined): Pro
   }
   // TCP to the address itself, then TLS naming `serverName` (SNI and the
   // certificate check), so a server name never changes where we connect.
+  let caCerts = tls.caCerts ? [...tls.caCerts] : undefined;
+  if (tls.caFile !== undefined) {
+    try {
+      caCerts = [...(caCerts ?? []), await Deno.readTextFile(tls.caFile)];
+    } catch (err) {
+      throw new UpstreamError(
+        "connect",
+        `cannot read tls.ca ${tls.caFile}: ${(err as Error).message}`,
+      );
+    }
+  }
   const tcp = await Deno.connect({ hostname, port });
   tcp.setNoDelay(true);
   const conn = await Deno.startTls(tcp, {
     hostname: tls.serverName ?? hostname,
-    caCerts: tls.caCerts ? [...tls.caCerts] : undefined,
+    caCerts,
     alpnProtocols: ["h2"],
   });
   const hs = await conn.handshake();
@@ -448,7 +461,12 @@ class Pool {
   readonly queue: Exchange[] = [];
   released = false;
 
-  constructor(readonly address: string, readonly transport: H2Transport) {}
+  constructor(
+    readonly key: string,
+    readonly address: string,
+    readonly tls: BackendTls | undefined,
+    readonly transport: H2Transport,
+  ) {}
 
   remove(s: Session): void {
     const i = this.sessions.indexOf(s);
@@ -507,13 +525,13 @@ class H2Transport implements UpstreamTransport {
   }
 
   forget(pool: Pool): void {
-    if (this.#pools.get(pool.address) === pool) this.#pools.delete(pool.address);
+    if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
   }
 
   newSession(pool: Pool): Session {
     const s = new Session(pool, this.#codec);
     pool.sessions.push(s);
-    s.start(this.#connect, this.#tlsFor(pool.address));
+    s.start(this.#connect, pool.tls);
     return s;
   }
 
@@ -544,12 +562,24 @@ class H2Transport implements UpstreamTransport {
     return promise;
   }
 
-  #enqueue(x: Exchange): void {
-    let pool = this.#pools.get(x.req.address);
+  /** The pool of a request: one per address and TLS setting. */
+  #poolOf(req: UpstreamRequest): Pool {
+    const t = req.tls;
+    const key = t === undefined
+      ? req.address
+      : `${req.address} tls ${t.ca ?? ""} ${t.server_name ?? ""}`;
+    let pool = this.#pools.get(key);
     if (pool === undefined) {
-      pool = new Pool(x.req.address, this);
-      this.#pools.set(x.req.address, pool);
+      const tls = this.#tlsFor(req.address) ??
+        (t === undefined ? undefined : { caFile: t.ca, serverName: t.server_name });
+      pool = new Pool(key, req.address, tls, this);
+      this.#pools.set(key, pool);
     }
+    return pool;
+  }
+
+  #enqueue(x: Exchange): void {
+    const pool = this.#poolOf(x.req);
     x.state = "queued";
     x.session = null;
     if (pool.queue.length === 0) {
@@ -582,7 +612,7 @@ class H2Transport implements UpstreamTransport {
     if (x.state !== "queued") return;
     const req = x.req;
     const fields: Array<[string, string]> = [[":method", req.method], [":scheme", "http"]];
-    if (this.#tlsFor(req.address) !== undefined) fields[1] = [":scheme", "https"];
+    if (s.pool.tls !== undefined) fields[1] = [":scheme", "https"];
     // No authority at all (neither `:authority` nor `host`): the backend's
     // address, as node:http2 sends (servers reject a request with neither).
     if (req.authority !== undefined) fields.push([":authority", req.authority]);
@@ -908,9 +938,10 @@ class H2Transport implements UpstreamTransport {
         const i = s.waiting.indexOf(x);
         if (i >= 0) s.waiting.splice(i, 1);
       } else {
-        const pool = this.#pools.get(x.req.address);
-        const i = pool?.queue.indexOf(x) ?? -1;
-        if (i >= 0) pool!.queue.splice(i, 1);
+        for (const pool of this.#pools.values()) {
+          const i = pool.queue.indexOf(x);
+          if (i >= 0) pool.queue.splice(i, 1);
+        }
       }
     } else if (reset) {
       this.#cancelStream(x, H2Code.CANCEL);
@@ -932,12 +963,13 @@ class H2Transport implements UpstreamTransport {
   }
 
   release(address: string): void {
-    const pool = this.#pools.get(address);
-    if (pool === undefined) return;
-    this.#pools.delete(address);
-    pool.released = true;
-    for (const s of [...pool.sessions]) {
-      if (s.exchanges.size === 0 && s.waiting.length === 0) s.close();
+    for (const [key, pool] of [...this.#pools]) {
+      if (pool.address !== address) continue;
+      this.#pools.delete(key);
+      pool.released = true;
+      for (const s of [...pool.sessions]) {
+        if (s.exchanges.size === 0 && s.waiting.length === 0) s.close();
+      }
     }
   }
 

@@ -11,8 +11,14 @@
 
 /** One request to one backend, as the transport must send it: nothing added, nothing dropped. */
 export interface UpstreamRequest {
-  /** The backend's `host:port` (h2c, prior knowledge). */
+  /** The backend's `host:port` (h2c, prior knowledge, unless `tls`). */
   readonly address: string;
+  /**
+   * The backend's `tls` setting: HTTP/2 over TLS with ALPN h2 (`ca`: PEM file
+   * of CAs to trust instead of the system's; `server_name`: SNI and
+   * certificate name, default the host). Absent: h2c.
+   */
+  readonly tls?: { readonly ca?: string; readonly server_name?: string };
   /** The method, exactly as the client sent it (case kept). */
   readonly method: string;
   /** Path and query, exactly as routed (`:path`). */

@@ -68,6 +68,7 @@ function start(m: Extract<Msg, { t: "req" }>): void {
   }
   transport.exchange({
     address: m.address,
+    tls: m.tls,
     method: m.method,
     path: m.path,
     authority: m.authority,

@@ -300,6 +300,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       t: "req",
       id,
       address: req.address,
+      tls: req.tls,
       method: req.method,
       path: req.path,
       authority: req.authority,

@@ -107,3 +107,61 @@ ${pools}
     },
   });
 }
+
+for (const workers of [1, 0]) {
+  Deno.test({
+    name:
+      `interop through the proxy: TLS backends (backend tls: {ca}), health-checked over HTTPS (upstream_workers ${workers})`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const site = await testSite();
+      const certs = await testCerts();
+      const caddy = await startCaddy(certs);
+      const nghttpd = await startNghttpd({ tls: certs });
+      const plain = await startNghttpd();
+      const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+limits: {upstream_workers: ${workers}}
+upstream:
+  caddy:
+    route: {host: caddy.test}
+    backends:
+      - {id: caddy, address: "${caddy.address}", tls: {ca: "${certs.caPath}"},
+         health_check: {path: /small.txt, interval: 200}}
+  nghttpd:
+    route: {host: nghttpd.test}
+    backends: [{id: nghttpd, address: "${nghttpd.address}", tls: {ca: "${certs.caPath}", server_name: localhost}}]
+  wrong:
+    route: {host: wrong.test}
+    backends: [{id: wrong, address: "${plain.address}", tls: {ca: "${certs.caPath}"}}]
+`);
+      const ca = await Deno.readTextFile(certs.caPath);
+      const client = await H3TestClient.connect(proxy.port, ca);
+      try {
+        for (const name of ["caddy", "nghttpd"]) {
+          const big = await client.request({
+            head: head("GET", `${name}.test`, "/big.bin", proxy.port),
+          });
+          assert.equal(big.status, 200, name);
+          assert.deepEqual(big.body, site.big, `${name}: 1 MiB over TLS byte for byte`);
+        }
+        // Probes of the TLS backend succeed: it stays in (a failed probe would make it 503).
+        await new Promise((r) => setTimeout(r, 700));
+        const again = await client.request({
+          head: head("GET", "caddy.test", "/small.txt", proxy.port),
+        });
+        assert.equal(again.status, 200);
+        // An h2c server configured as TLS: the handshake fails, 502, nothing hangs.
+        const wrong = await client.request({
+          head: head("GET", "wrong.test", "/small.txt", proxy.port),
+        });
+        assert.equal(wrong.status, 502);
+      } finally {
+        await client.close();
+        await proxy.stop();
+        for (const s of [caddy, nghttpd, plain]) await s.close();
+      }
+    },
+  });
+}
