@@ -18,8 +18,16 @@
  *
  * @example
  * ```ts
+ * import { cancelProbe } from "./cancel_probe.ts";
+ * declare const writer: WritableStreamDefaultWriter<Uint8Array>;
+ * declare const askBackend: () => Promise<Response>;
+ *
  * const probe = cancelProbe.watch(writer); // while waiting for the backend
- * try { response = await handler(req); } finally { probe.stop(); }
+ * try {
+ *   await askBackend();
+ * } finally {
+ *   probe.stop();
+ * }
  * ```
  *
  * @module

@@ -11,6 +11,10 @@
  *
  * @example
  * ```ts
+ * import { StreamShare } from "./stream_share.ts";
+ * declare const streamId: number;
+ * declare const signal: AbortSignal;
+ *
  * const share = new StreamShare(100);
  * const ok = await share.claim(streamId, "api", 30_000, signal);
  * // ... forward, then when the stream is done:
