@@ -21,7 +21,12 @@
 export * as h3 from "./proxy/h3/mod.ts";
 export type { RequestHead } from "./proxy/h3/mod.ts";
 export * from "./proxy/config/mod.ts";
-export { type BackendHealth, createProxyApp, type ProxyAppDeps } from "./proxy/mod.ts";
+export {
+  type BackendHealth,
+  createProxyApp,
+  type HealthReport,
+  type ProxyAppDeps,
+} from "./proxy/mod.ts";
 export * as upstream from "./proxy/upstream/mod.ts";
 export {
   UpstreamError,
@@ -37,6 +42,7 @@ export {
   H3Connection,
   H3Server,
   type H3ServerOptions,
+  type IdleReclaimOptions,
   type IncomingRequest,
   type ListenerKind,
   type OutgoingResponse,
@@ -63,6 +69,7 @@ export {
   type CounterName,
   CounterSet,
   ProxyMetrics,
+  type QuicSocketView,
   STATUS_CLASSES,
   type StatusClass,
 } from "./proxy/metrics/mod.ts";

@@ -52,7 +52,7 @@ export const KV_CONNECT_MAX_CHECKS = 10;
 export const DEFAULT_BASE_PATHS: readonly string[] = ["/quickbooks/v4", "/vendor/v4"];
 
 /** The first default base path (the real API's). */
-export const DEFAULT_BASE_PATH = DEFAULT_BASE_PATHS[0];
+export const DEFAULT_BASE_PATH: string = DEFAULT_BASE_PATHS[0];
 
 /** Origins allowed to call the token endpoint from a browser by default: any. */
 export const DEFAULT_CORS_ORIGINS: readonly string[] = ["*"];

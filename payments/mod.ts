@@ -33,3 +33,4 @@ export { PaymentsError } from "./domain/errors.ts";
 export type { ErrorDetail, PaymentsErrorKind } from "./domain/errors.ts";
 export type { IdGenerator } from "./domain/ids.ts";
 export type { RateLimitOptions } from "./rate_limit.ts";
+export type { ConnectionLimits } from "../shared/serve_connections.ts";

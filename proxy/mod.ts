@@ -26,3 +26,32 @@
 
 export { type BackendHealth, createProxyApp, type ProxyAppDeps } from "./app.ts";
 export { type BackendInfo, ProxyRuntime, type RuntimeOptions } from "./runtime.ts";
+// Types of the packages below that the signatures above use.
+export type * from "./config/types.ts";
+export type { ProbeFetch, ProbeInit } from "./health/mod.ts";
+export type {
+  COUNTER_NAMES,
+  CounterName,
+  CounterSet,
+  HistogramSnapshot,
+  MetricsView,
+  ProxyMetrics,
+  QuicSocketView,
+  STATUS_CLASSES,
+  StatusClass,
+  TcpListenerView,
+} from "./metrics/mod.ts";
+export type {
+  IncomingRequest,
+  OutgoingResponse,
+  PeerAddr,
+  RequestFailure,
+  RequestHandler,
+  RequestHead,
+} from "./server/mod.ts";
+export type {
+  HealthReport,
+  UpstreamRequest,
+  UpstreamResponse,
+  UpstreamTransport,
+} from "./upstream/mod.ts";

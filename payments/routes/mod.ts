@@ -14,6 +14,9 @@
  */
 
 export type { Endpoint, HandlerContext } from "./_endpoint.ts";
+// Types of the service and the store that the signatures above use.
+export type { PaymentsService } from "../service.ts";
+export type { Reply } from "../store/mod.ts";
 export { bankAccountEndpoints } from "./bank_accounts.ts";
 export { cardEndpoints } from "./cards.ts";
 export { chargeEndpoints } from "./charges.ts";

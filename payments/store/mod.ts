@@ -15,4 +15,5 @@
  */
 
 export { type ChangeOptions, type CommitPlan, PaymentsStore } from "./kv_store.ts";
+export type { Reply } from "./reply.ts";
 export { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";

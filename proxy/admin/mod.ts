@@ -20,3 +20,6 @@
 
 export { type AdminDeps, type AdminRuntime, createAdminApp, type ReloadOutcome } from "./admin.ts";
 export { serialRuns } from "./serial.ts";
+// Types of other packages that the signatures above use: the runtime's and the server's.
+export type * from "../mod.ts";
+export type { ConnectionInfo } from "../server/mod.ts";

@@ -15,9 +15,9 @@
 export const MAX_PREFIX_INT: number = Number.MAX_SAFE_INTEGER;
 
 /** {@link readPrefixInt}: the bytes end before the integer does. */
-export const PREFIX_INT_NEED_MORE = -1;
+export const PREFIX_INT_NEED_MORE: -1 = -1;
 /** {@link readPrefixInt}: the integer is longer than {@link MAX_PREFIX_INT}. */
-export const PREFIX_INT_TOO_LARGE = -2;
+export const PREFIX_INT_TOO_LARGE: -2 = -2;
 
 /**
  * Position after the last integer read by {@link readPrefixInt}. Module state

@@ -29,5 +29,7 @@ export {
   METRIC_FAMILIES,
   type MetricsView,
   PROMETHEUS_CONTENT_TYPE,
+  type QuicSocketView,
   renderPrometheus,
+  type TcpListenerView,
 } from "./prometheus.ts";

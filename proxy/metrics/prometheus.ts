@@ -64,6 +64,7 @@ export interface QuicSocketView {
 export interface TcpListenerView {
   /** `tcp_fallback` or `admin`. */
   listener: string;
+  /** Connections open now. */
   open: number;
   /** Closed at once: the listener's connection cap was reached. */
   refused: number;

@@ -89,7 +89,9 @@ export interface AdmissionEntry<H> {
 
 /** An entry the table let go of, and why: the caller closes its connection. */
 export interface Shed<H> {
+  /** The entry let go of. */
   entry: AdmissionEntry<H>;
+  /** Why: the limit it was shed for. */
   reason: RejectReason;
 }
 

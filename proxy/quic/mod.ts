@@ -27,5 +27,5 @@ export {
   listenQuic,
   type ListenQuicOptions,
 } from "./deno_transport.ts";
-export { AdmissionTable } from "./admission.ts";
+export { type AdmissionEntry, AdmissionTable, type AdmitResult, type Shed } from "./admission.ts";
 export { addressGroup, type PrefixLengths } from "./address_group.ts";

@@ -27,7 +27,8 @@
 
 export { type ConnectionInfo, H3Server, type H3ServerOptions } from "./server.ts";
 export { type ConnectionHooks, type ConnectionOptions, H3Connection } from "./connection.ts";
-export { tcpFallbackHandler } from "./tcp_fallback.ts";
+export { tcpFallbackHandler, type TcpFallbackOptions } from "./tcp_fallback.ts";
+export type { IdleReclaimOptions } from "./idle_reclaim.ts";
 export type {
   IncomingRequest,
   ListenerKind,

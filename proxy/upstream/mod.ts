@@ -27,7 +27,8 @@ export {
   type UpstreamTransport,
 } from "./transport.ts";
 export { createHttp2Transport, type Http2TransportOptions } from "./http2_transport.ts";
-export { autoWorkers, createUpstreamTransport } from "./create_transport.ts";
+export { autoWorkers, createUpstreamTransport, type UpstreamClient } from "./create_transport.ts";
+export type { HealthReport } from "./outcome.ts";
 export {
   type BackendHealth,
   createForwarder,
@@ -41,3 +42,17 @@ export {
   downstreamResponseFields,
   upstreamRequestHeaderList,
 } from "./headers.ts";
+// Types of other packages that this package's signatures use.
+export type { BackendRef } from "../balancer/mod.ts";
+export type { RequestHead } from "../h3/mod.ts";
+export type {
+  COUNTER_NAMES,
+  CounterName,
+  CounterSet,
+  ProxyMetrics,
+  QuicSocketView,
+  STATUS_CLASSES,
+  StatusClass,
+} from "../metrics/mod.ts";
+export type { PeerAddr } from "../quic/mod.ts";
+export type { IncomingRequest, OutgoingResponse, RequestFailure } from "../server/mod.ts";

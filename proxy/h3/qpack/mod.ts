@@ -20,6 +20,7 @@ export {
   QpackDecoder,
 } from "./decoder.ts";
 export type { Blocked, FieldLine, QpackDecoderOptions, UnblockedSection } from "./decoder.ts";
+export { H3Error, type H3ErrorScope, NEED_MORE, type NeedMore } from "../errors.ts";
 export { QpackEncoder } from "./encoder.ts";
 export type { QpackEncoderOptions } from "./encoder.ts";
 export { DynamicTable, ENTRY_OVERHEAD } from "./dynamic_table.ts";
