@@ -29,3 +29,34 @@ Deno.test("#21.7: SIGINT then SIGTERM during the drain: the drain finishes, Shut
     await be.close();
   }
 });
+
+Deno.test("#21.2: limits.drain_timeout_ms changed by a reload bounds the next shutdown", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(
+    faultConfig([be.address], { extra: "admin: {port: 0}\nlimits: {drain_timeout_ms: 60000}" }),
+  );
+  try {
+    const yaml = await Deno.readTextFile(proxy.configPath);
+    await Deno.writeTextFile(
+      proxy.configPath,
+      yaml.replace("drain_timeout_ms: 60000", "drain_timeout_ms: 200"),
+    );
+    const res = await fetch(`http://127.0.0.1:${proxy.adminPort}/admin/reload`, { method: "POST" });
+    assert.deepEqual(await res.json(), { reloaded: true, restart_required: [] });
+    // A request that holds a drain for about 8 s unless the (reloaded) bound cuts it.
+    const slow = gtls(proxy.port, `https://localhost:${proxy.port}/slow/8000`, {
+      timeoutMs: 3_000,
+    }).catch(() => null);
+    await sleep(500);
+    const t0 = performance.now();
+    Deno.kill(proxy.pid, "SIGTERM");
+    assert.equal(await proxy.exited, 0);
+    const took = performance.now() - t0;
+    // 60 s bound (startup's): about 7.5 s; 200 ms bound (reloaded): well under a second.
+    assert.ok(took < 5_000, `shutdown took ${took.toFixed(0)} ms: the reloaded bound was not used`);
+    await slow;
+  } finally {
+    await proxy.stop();
+    await be.close();
+  }
+});
