@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { concatBytes, decodeVarint, encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
 import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
+import { certutilPath, firefoxPath, firefoxRun } from "../support/firefox.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
@@ -159,11 +160,15 @@ Deno.test("#24.5: a client's forged forwarding fields are replaced by the proxy'
 });
 
 /** A backend whose answer comes late and whose body pauses mid-way: the proxy probes the stream meanwhile. */
-function slowBackend() {
+function slowBackend(results?: (text: string) => void) {
   return startBackend("slow", async (req) => {
     const url = new URL(req.url);
     if (url.pathname === "/page.html") {
       return new Response(PROBED_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
+    }
+    if (url.pathname === "/results") {
+      results?.(await req.text());
+      return new Response("thanks");
     }
     await new Promise((r) => setTimeout(r, 1500));
     let sent = 0;
@@ -184,8 +189,13 @@ const PROBED_PAGE = `<!doctype html><html><body><pre id="out">pending</pre><scri
 (async () => {
   const res = await fetch("/slow", { cache: "no-store" });
   const text = await res.text();
-  document.getElementById("out").textContent = "DONE " + res.status + ":" + text.length;
-})().catch((e) => { document.getElementById("out").textContent = "ERROR " + e; });
+  const out = "DONE " + res.status + ":" + text.length;
+  document.getElementById("out").textContent = out;
+  await fetch("/results", { method: "POST", body: out });
+})().catch((e) => {
+  document.getElementById("out").textContent = "ERROR " + e;
+  fetch("/results", { method: "POST", body: "ERROR " + e });
+});
 </script></body></html>`;
 
 Deno.test("#25.5: the cancel probes (RFC 9114 §7.2.8 reserved frames before HEADERS and between DATA) are ignored by gtlsclient and Chromium", async () => {
@@ -249,4 +259,32 @@ upstream:
     assert.equal(await proxy.stop(), 0);
     await be.close();
   }
+});
+
+Deno.test({
+  name: "#25.5: headless Firefox accepts a slow response with cancel probes in it",
+  ignore: firefoxPath() === null || certutilPath() === null,
+  async fn() {
+    const results = Promise.withResolvers<string>();
+    const be = slowBackend((text) => results.resolve(text));
+    const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+`);
+    try {
+      const certs = await testCerts();
+      const origin = `localhost:${proxy.port}`;
+      const run = await firefoxRun(`https://${origin}/page.html`, {
+        h3Origin: origin,
+        caPath: certs.caPath,
+        until: results.promise,
+      });
+      assert.ok(!run.timedOut, `no results from the page in time; stderr: ${run.stderr}`);
+      assert.equal(await results.promise, "DONE 200:2000");
+    } finally {
+      assert.equal(await proxy.stop(), 0);
+      await be.close();
+    }
+  },
 });
