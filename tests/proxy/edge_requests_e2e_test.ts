@@ -288,3 +288,42 @@ upstream:
     }
   },
 });
+
+Deno.test("#24.5: trusted_proxies applies on reload (SIGHUP), without a restart", async () => {
+  const be = startBackend("b");
+  const proxy = await startProxy(`version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
+trusted_proxies: []
+`);
+  const client = await H3TestClient.connect(proxy.port, await ca());
+  const xff = async () => {
+    const r = await client.request({ head: head("localhost", "/headers", FORGED) });
+    assert.equal(r.status, 200);
+    return JSON.parse(new TextDecoder().decode(r.body))["x-forwarded-for"];
+  };
+  try {
+    assert.equal(await xff(), "127.0.0.1");
+    const text = await Deno.readTextFile(proxy.configPath);
+    await Deno.writeTextFile(
+      proxy.configPath,
+      text.replace("trusted_proxies: []", "trusted_proxies: [127.0.0.1]"),
+    );
+    Deno.kill(proxy.pid, "SIGHUP");
+    let seen = "";
+    for (let i = 0; i < 100 && seen !== "6.6.6.6, 127.0.0.1"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      seen = await xff();
+    }
+    assert.equal(seen, "6.6.6.6, 127.0.0.1");
+    assert.ok(
+      !proxy.stderr.some((l) => /trusted_proxies.*restart/.test(l)),
+      "no restart asked for",
+    );
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
