@@ -43,18 +43,6 @@ export interface ProbeTarget {
   write(chunk: Uint8Array): Promise<void>;
 }
 
-interface Entry {
-  target: ProbeTarget;
-  /** `now()` at which the next probe is due. */
-  due: number;
-  /** Gap before the next probe after this one. */
-  gap: number;
-  /** A probe write has not settled yet (flow control may hold it): no second one. */
-  busy: boolean;
-  /** Not waiting for now (the stream is being written to): no probe. */
-  paused: boolean;
-}
-
 /** One watched stream. */
 export interface ProbeWatch {
   /** The stream is being written to: no probes until {@link ProbeWatch.resume}. */
@@ -63,6 +51,43 @@ export interface ProbeWatch {
   resume(): void;
   /** Done: no more probes (idempotent). */
   stop(): void;
+}
+
+/** One watched stream: its probe schedule (a class, so a watch costs one object). */
+class Entry implements ProbeWatch {
+  /** `now()` at which the next probe is due. */
+  due: number;
+  /** Gap before the next probe after this one. */
+  gap: number;
+  /** A probe write has not settled yet (flow control may hold it): no second one. */
+  busy = false;
+
+  constructor(
+    readonly owner: CancelProbe,
+    readonly target: ProbeTarget,
+    readonly first: number,
+    now: number,
+    /** Not waiting for now (the stream is being written to): no probe. */
+    public paused: boolean,
+  ) {
+    this.due = now + first;
+    this.gap = first;
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.gap = this.first;
+    this.due = this.owner.now() + this.first;
+  }
+
+  stop(): void {
+    this.owner.forget(this);
+  }
 }
 
 /** Options of {@link CancelProbe}. */
@@ -105,25 +130,21 @@ export class CancelProbe {
    * `closed` promise reports them.
    */
   watch(target: ProbeTarget, paused = false): ProbeWatch {
-    const first = this.#firstMs;
-    const entry: Entry = { target, due: this.#now() + first, gap: first, busy: false, paused };
+    const entry = new Entry(this, target, this.#firstMs, this.#now(), paused);
     this.#entries.add(entry);
     this.#timer ??= setInterval(() => this.tick(), this.#tickMs);
-    return {
-      pause: () => {
-        entry.paused = true;
-      },
-      resume: () => {
-        if (!entry.paused) return;
-        entry.paused = false;
-        entry.gap = first;
-        entry.due = this.#now() + first;
-      },
-      stop: () => {
-        if (!this.#entries.delete(entry)) return;
-        if (this.#entries.size === 0) this.#stop();
-      },
-    };
+    return entry;
+  }
+
+  /** The clock (for {@link Entry}). */
+  now(): number {
+    return this.#now();
+  }
+
+  /** Stops probing `entry` (idempotent); the timer stops with the last one. */
+  forget(entry: Entry): void {
+    if (!this.#entries.delete(entry)) return;
+    if (this.#entries.size === 0) this.#stop();
   }
 
   /** Writes the probes that are due (the timer calls it; tests may too). */
