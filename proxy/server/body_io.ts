@@ -87,6 +87,7 @@ export class ResponseIdleTimeout extends Error {
 
 /** The client accepted none of the response body for longer than the idle timeout. */
 export class ResponseWriteStall extends Error {
+  /** Creates the error; `ms` is the idle timeout that passed. */
   constructor(ms: number) {
     super(`the client accepted no response data for ${ms} ms`);
     this.name = "ResponseWriteStall";

@@ -40,6 +40,7 @@ const PROBE = encodeFrame(0x21, new Uint8Array(0));
 
 /** What a probe writes to. */
 export interface ProbeTarget {
+  /** Writes bytes to the stream; rejects once the peer stopped reading. */
   write(chunk: Uint8Array): Promise<void>;
 }
 
@@ -142,8 +143,8 @@ export class CancelProbe {
   }
 
   /** Stops probing `entry` (idempotent); the timer stops with the last one. */
-  forget(entry: Entry): void {
-    if (!this.#entries.delete(entry)) return;
+  forget(entry: ProbeWatch): void {
+    if (!this.#entries.delete(entry as Entry)) return;
     if (this.#entries.size === 0) this.#stop();
   }
 
