@@ -633,6 +633,9 @@ interface ValidRow {
   check: (config: ReturnType<typeof configOf>) => void;
 }
 
+/** The admin listener's connection limits when the file sets none. */
+const ADMIN_DEFAULTS = { header_timeout_ms: 10000, idle_timeout_ms: 60000, max_connections: 64 };
+
 const VALID: ValidRow[] = [
   {
     rule: "listen.address may be an IPv6 literal",
@@ -738,17 +741,25 @@ const VALID: ValidRow[] = [
   {
     rule: "admin defaults its address",
     yaml: BASE + "admin: { port: 9890 }\n",
-    check: (c) => assert.deepEqual(c.admin, { address: "127.0.0.1", port: 9890 }),
+    check: (c) =>
+      assert.deepEqual(c.admin, { address: "127.0.0.1", port: 9890, ...ADMIN_DEFAULTS }),
   },
   ...["127.0.0.1", "127.0.0.2", "::1", "localhost", "::ffff:127.0.0.1"].map((address) => ({
     rule: `admin on loopback ${address} without a token`,
     yaml: BASE + `admin: { address: "${address}", port: 9890 }\n`,
-    check: (c: ReturnType<typeof configOf>) => assert.deepEqual(c.admin, { address, port: 9890 }),
+    check: (c: ReturnType<typeof configOf>) =>
+      assert.deepEqual(c.admin, { address, port: 9890, ...ADMIN_DEFAULTS }),
   })),
   {
     rule: "admin on 0.0.0.0 with a token",
     yaml: BASE + "admin: { address: 0.0.0.0, port: 9890, token: s3cret }\n",
-    check: (c) => assert.deepEqual(c.admin, { address: "0.0.0.0", port: 9890, token: "s3cret" }),
+    check: (c) =>
+      assert.deepEqual(c.admin, {
+        address: "0.0.0.0",
+        port: 9890,
+        token: "s3cret",
+        ...ADMIN_DEFAULTS,
+      }),
   },
   {
     rule: "YAML anchors and merge keys work",
@@ -799,6 +810,9 @@ Deno.test("minimal config gets every default", () => {
       max_header_list_size: 65536,
       max_request_body_bytes: 2147483648,
       request_idle_timeout_ms: 30000,
+      tcp_header_timeout_ms: 10000,
+      tcp_idle_timeout_ms: 60000,
+      tcp_max_connections: "auto",
       max_backend_streams_per_connection: 100,
       drain_timeout_ms: 10000,
       handshake_timeout_ms: 10000,
@@ -1085,7 +1099,12 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   const config = configOf(parseConfigText(text, { baseDir: examples, checkFiles: false }));
   assert.deepEqual(Object.keys(config.upstream), ["api", "docs", "static"]);
   assert.equal(config.upstream.docs.route.host, "docs.example.com");
-  assert.deepEqual(config.admin, { address: "127.0.0.1", port: 9890, token: "change-me" });
+  assert.deepEqual(config.admin, {
+    address: "127.0.0.1",
+    port: 9890,
+    token: "change-me",
+    ...ADMIN_DEFAULTS,
+  });
   assert.equal(config.upstream.api.route.path_prefix, "/vendor/");
   assert.deepEqual(config.upstream.api.backends.map((b) => b.address), [
     "127.0.0.1:8081",
