@@ -84,6 +84,10 @@ export interface H2TransportOptions {
   maxQueuedPerAddress?: number;
   /** Codec settings (windows, frame size, limits). */
   codec?: H2ConnectionOptions;
+  /** A session with streams that received nothing this long is PINGed (ms, default 15,000). */
+  pingAfterMs?: number;
+  /** A PING unanswered this long ends the session, failing its streams `timeout` (ms, default 10,000). */
+  pingTimeoutMs?: number;
 }
 
 /** Splits `host:port` (IPv6 in brackets). */
@@ -284,7 +288,7 @@ class Session {
   async #readLoop(): Promise<void> {
     const conn = this.conn!;
     const buf = new Uint8Array(READ_BUFFER);
-    this.#live = idleWatch(PING_AFTER_MS, () => this.#silent());
+    this.#live = idleWatch(this.pool.transport.pingAfterMs, () => this.#silent());
     try {
       for (;;) {
         const n = await conn.read(buf);
@@ -318,9 +322,9 @@ class Session {
       this.#pingOut = true;
       this.codec.ping(new Uint8Array(8));
       this.flush();
-      this.#live = idleWatch(PING_TIMEOUT_MS, () => this.#silent());
+      this.#live = idleWatch(this.pool.transport.pingTimeoutMs, () => this.#silent());
     } else {
-      this.#live = idleWatch(PING_AFTER_MS, () => this.#silent());
+      this.#live = idleWatch(this.pool.transport.pingAfterMs, () => this.#silent());
     }
   }
 
@@ -511,6 +515,8 @@ class H2Transport implements UpstreamTransport {
   readonly #connect: NonNullable<H2TransportOptions["connect"]>;
   readonly #tlsFor: (address: string) => BackendTls | undefined;
   readonly maxSessions: number;
+  readonly pingAfterMs: number;
+  readonly pingTimeoutMs: number;
   readonly #maxQueued: number;
   readonly #codec: H2ConnectionOptions | undefined;
   readonly #live = new Set<Exchange>();
@@ -520,6 +526,8 @@ class H2Transport implements UpstreamTransport {
     this.#connect = opts.connect ?? defaultConnect;
     this.#tlsFor = opts.tlsFor ?? (() => undefined);
     this.maxSessions = opts.maxSessionsPerAddress ?? 8;
+    this.pingAfterMs = opts.pingAfterMs ?? PING_AFTER_MS;
+    this.pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
     this.#maxQueued = opts.maxQueuedPerAddress ?? 4096;
     this.#codec = opts.codec;
   }

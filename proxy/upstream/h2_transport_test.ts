@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
 import type { UpstreamError, UpstreamTransport } from "./transport.ts";
+import { startRawH2 } from "./_test_raw_h2.ts";
 
 interface LimitedBackend {
   address: string;
@@ -195,3 +196,60 @@ test("an idle session is closed once its streams are done and it is released", (
     assert.equal(await q, 200);
     assert.equal(b.sessions, 2);
   }));
+
+test("RFC 9113 §6.8: a request above GOAWAY's last stream id is sent again on a new session", async () => {
+  let seen = 0;
+  const server = startRawH2((conn, stream) => {
+    seen++;
+    if (stream === 1) conn.respond(stream, "first");
+    else conn.goaway(1); // stream 3 and later: refused, never processed
+  });
+  const t = createH2Transport();
+  const ask = (body: Uint8Array | ReadableStream<Uint8Array> | null = null) =>
+    t.exchange({
+      address: server.address,
+      method: body === null ? "GET" : "POST",
+      path: "/",
+      authority: "a.test",
+      headers: [],
+      body,
+      timeoutMs: 5_000,
+    });
+  try {
+    const a = await ask();
+    assert.equal(a.status, 200);
+    // Stream 3 on the first session is refused by GOAWAY; the replay opens
+    // stream 1 of a second session, which answers.
+    const b = await ask(new TextEncoder().encode("replayable"));
+    assert.equal(b.status, 200);
+    assert.equal(server.conns.length, 2);
+    assert.equal(seen, 3);
+  } finally {
+    await t.close();
+    await server.close();
+  }
+});
+
+test("PING liveness: a backend that goes silent with a stream open fails it `timeout` before the request timeout", async () => {
+  const server = startRawH2((conn) => conn.silence());
+  const t = createH2Transport({ pingAfterMs: 200, pingTimeoutMs: 200 });
+  try {
+    const start = performance.now();
+    const err = await t.exchange({
+      address: server.address,
+      method: "GET",
+      path: "/",
+      authority: "a.test",
+      headers: [],
+      body: null,
+      timeoutMs: 30_000,
+    }).then(() => null, (e: UpstreamError) => e);
+    assert.ok(err !== null);
+    assert.equal(err.kind, "timeout");
+    assert.match(err.message, /PING/);
+    assert.ok(performance.now() - start < 20_000);
+  } finally {
+    await t.close();
+    await server.close();
+  }
+});
