@@ -13,6 +13,7 @@ import {
   DEFAULT_ADMISSION_LIMITS,
   type Shed,
 } from "./admission.ts";
+import { fullGc } from "./full_gc.ts";
 import type {
   CloseInfo,
   PeerAddr,
@@ -45,6 +46,15 @@ export interface ListenQuicOptions {
   onRejected?(reason: RejectReason): void;
   /** Injected clock for the handshake deadlines (ms; default `performance.now`). */
   now?: () => number;
+  /**
+   * A full garbage collection, asked for after every `gcAfterClosed`
+   * closed connections (at most once a second): each connection's native
+   * state is freed only when V8 collects its object (see `full_gc.ts`).
+   * Default: `fullGc()` (`full_gc.ts`); nothing when the runtime offers none.
+   */
+  collectGarbage?: () => void;
+  /** Closed connections (handshakes included) between collections (default 1000). */
+  gcAfterClosed?: number;
 }
 
 /** What {@link listenQuic} returns: the transport and its admission figures. */
@@ -98,6 +108,23 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
   const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...opts.limits };
   const now = opts.now ?? (() => performance.now());
   const table = new AdmissionTable<Deno.QuicConn>(limits, now);
+  // Closed connections since the last full collection (see ListenQuicOptions.collectGarbage).
+  const collectGarbage = opts.collectGarbage ?? fullGc();
+  const gcAfterClosed = opts.gcAfterClosed ?? 1000;
+  let closedSinceGc = 0;
+  let lastGc = -Infinity;
+  const countClosed = () => {
+    if (!collectGarbage || ++closedSinceGc < gcAfterClosed) return;
+    const t = now();
+    if (t - lastGc < 1000) return;
+    closedSinceGc = 0;
+    lastGc = t;
+    collectGarbage();
+    log.debug("full garbage collection after {n} closed connections: {ms} ms", {
+      n: gcAfterClosed,
+      ms: Math.round(now() - t),
+    });
+  };
   // Connections whose handshake completed, in completion order, and the
   // accept() calls waiting for one. A listener failing while the endpoint is
   // open is delivered as its error.
@@ -168,6 +195,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     if (result.admitted === undefined) {
       closeQuietly(conn, EXCESSIVE_LOAD, "too many connections from this address");
       reject(result.reason);
+      countClosed();
       return;
     }
     shed(result.shed);
@@ -181,6 +209,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     }, (err) => log.trace("handshake failed: {error}", { error: String(err) }));
     function release() {
       table.closed(entry);
+      countClosed();
     }
   };
 

@@ -234,3 +234,36 @@ Deno.test("#24.3: past limits.max_handshake_rate Initials are ignored unseen and
     await be.close();
   }
 });
+
+Deno.test("#24.3: after many closed connections the transport asks for a full collection (spoofed handshakes leave no JS garbage to trigger one)", async () => {
+  const { listenQuic } = await import("../../proxy/quic/deno_transport.ts");
+  const certs = await testCerts();
+  let collections = 0;
+  const transport = listenQuic({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: await Deno.readTextFile(certs.certPath),
+    key: await Deno.readTextFile(certs.keyPath),
+    limits: { maxHandshakes: 10 },
+    collectGarbage: () => collections++,
+    gcAfterClosed: 50,
+  });
+  const flood = floodInitials({
+    hostname: "127.0.0.1",
+    port: transport.addr.port,
+    sources: spreadSources(10),
+    count: 400,
+    rate: 200,
+  });
+  try {
+    await flood.done;
+    const deadline = performance.now() + 10_000;
+    while (collections < 2 && performance.now() < deadline) await sleep(100);
+    // 390 shed handshakes, at most one collection a second: at least two.
+    assert.ok(collections >= 2, `${collections} collections`);
+    assert.ok(transport.handshakes <= 10);
+  } finally {
+    await flood.close();
+    transport.close();
+  }
+});
