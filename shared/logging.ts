@@ -194,8 +194,7 @@ function renderValue(value: unknown): string {
  *
  * @example
  * ```ts
- * formatLine({ category: ["proxy", "health"], level: "info", message: ["up"],
- *   rawMessage: "up", timestamp: 0, properties: {} });
+ * formatLine({ category: ["proxy", "health"], level: "info", message: ["up"], timestamp: 0 });
  * // "[1970-01-01 00:00:00] [INFO] [proxy::health] up"
  * ```
  */

@@ -38,8 +38,9 @@ export interface ReclaimableConnection {
  *
  * @example
  * ```ts
- * const r = new IdleReclaimer({ threshold: 3686, idleMs: 5000 }, () => performance.now());
- * declare const open: Set<{ activeStreams: number; closed: boolean; goaway(): void }>;
+ * type Conn = { activeStreams: number; closed: boolean; goaway(): void };
+ * declare const open: Set<Conn>;
+ * const r = new IdleReclaimer<Conn>({ threshold: 3686, idleMs: 5000 }, () => performance.now());
  * for (const c of r.pick(open, open.size)) c.goaway();
  * ```
  */
