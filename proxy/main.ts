@@ -211,7 +211,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     config.limits.upstream_workers,
     config.limits.upstream_client,
   );
-  log.info("upstream HTTP/2 exchanges ({client} client): {where}", {
+  log.info("upstream HTTP/2 exchanges: {where} ({client} client)", {
     client: config.limits.upstream_client,
     where: upstream.workers === 0
       ? "on the QUIC thread (limits.upstream_workers: 0)"
