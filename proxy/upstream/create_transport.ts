@@ -14,7 +14,6 @@
  */
 
 import { createH2Transport } from "./h2_transport.ts";
-import { createHttp2Transport } from "./http2_transport.ts";
 import type { UpstreamTransport } from "./transport.ts";
 import { createWorkerTransport } from "./worker_transport.ts";
 
@@ -26,9 +25,26 @@ export function autoWorkers(cores: number = navigator.hardwareConcurrency ?? 1):
   return Math.max(1, cores - 1);
 }
 
-/** The in-process transport of a client. */
+/**
+ * The in-process transport of a client. `node:http2` is imported only when
+ * the `node` client is chosen, at its first use: loading it costs each
+ * isolate (the QUIC thread and every upstream worker) about 30 ms of CPU at
+ * startup, on the way to the first request, which the default client does
+ * not need.
+ */
 export function createClientTransport(client: UpstreamClient): UpstreamTransport {
-  return client === "node" ? createHttp2Transport() : createH2Transport();
+  if (client !== "node") return createH2Transport();
+  return lazyTransport(() => import("./http2_transport.ts").then((m) => m.createHttp2Transport()));
+}
+
+/** A transport created on first use by `load` (calls made meanwhile wait for it). */
+function lazyTransport(load: () => Promise<UpstreamTransport>): UpstreamTransport {
+  let loaded: Promise<UpstreamTransport> | undefined;
+  return {
+    exchange: (req) => (loaded ??= load()).then((t) => t.exchange(req)),
+    release: (address) => void loaded?.then((t) => t.release(address)),
+    close: () => loaded?.then((t) => t.close()) ?? Promise.resolve(),
+  };
 }
 
 /** The worker entry for a client (the worker reads `client` from its own URL). */
