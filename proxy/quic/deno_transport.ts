@@ -173,7 +173,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     const refused = stopped ? "stopped" : table.refuseUnseen();
     if (refused !== undefined) {
       // Turned away without reading the address (reading it first would
-      // consume the incoming connection, DESIGN.md §2): a refusal is one small
+      // consume the incoming connection, docs/architecture.md §4): a refusal is one small
       // packet; past the handshake rate nothing is sent at all.
       try {
         if (refused === "handshake_rate") incoming.ignore();
