@@ -7,8 +7,8 @@
  *       [--port 0] [--worker | --node-http2]
  *
  * Per connection it opens the HTTP/3 control stream (SETTINGS) and the two
- * QPACK streams and keeps their writers for the connection's life (DESIGN.md
- * §2), and drains the peer's unidirectional streams unparsed. Per request
+ * QPACK streams and keeps their writers for the connection's life
+ * (docs/architecture.md §4), and drains the peer's unidirectional streams unparsed. Per request
  * stream it reads the request to its end without parsing it, `fetch`es `/` of
  * the backend over one pooled h2c client, and answers a fixed `:status 200`
  * HEADERS frame (encoded once) and one DATA frame with the backend's body, in

@@ -74,7 +74,7 @@ export class H3Connection implements StreamContext {
   /** This connection's share of each pool's backend streams. */
   readonly #share: StreamShare;
   // Our critical streams: keep the writers for the connection's whole life
-  // (a collected QuicSendStream is closed, DESIGN.md §2).
+  // (a collected QuicSendStream is closed, docs/architecture.md §4).
   #control?: WritableStreamDefaultWriter<Uint8Array>;
   #decoderStream?: WritableStreamDefaultWriter<Uint8Array>;
   #encoderStream?: WritableStreamDefaultWriter<Uint8Array>;

@@ -1,6 +1,6 @@
 /**
  * The proxy's own answers: small JSON bodies `{"error": "...", "message": "..."}`
- * with the statuses of DESIGN.md §4 (400, 404, 408, 413, 431, 500, 501, 502, 503).
+ * with the statuses of docs/architecture.md §5 (400, 404, 408, 413, 431, 500, 501, 502, 503).
  *
  * @example
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §2: an upstream body that breaks mid-way must never look complete
+ * docs/architecture.md §4: an upstream body that breaks mid-way must never look complete
  * to the client. Deno's QUIC API cannot reset a stream with an error code, so
  * the proxy ends such a response with a malformed trailer section (RFC 9114
  * §4.1.2, §4.3): gtlsclient (nghttp3) and Chromium both reject it.

@@ -1,5 +1,5 @@
 /**
- * Import-direction check for DESIGN.md §3, on the module graph Deno itself
+ * Import-direction check for docs/architecture.md §6, on the module graph Deno itself
  * resolves (`deno info --json`), so an import wrapped over several lines, a
  * dynamic `import("…")` or an `import type` counts like any other.
  *
