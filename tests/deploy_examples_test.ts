@@ -176,6 +176,7 @@ async function runUntilListening(
   cmd: string[],
   cwd: string,
   env: Record<string, string>,
+  probe?: (port: number) => Promise<void>,
 ): Promise<{ port: number; code: number; output: string }> {
   const child = new Deno.Command(cmd[0] === "deno" ? Deno.execPath() : cmd[0], {
     args: cmd.slice(1),
@@ -198,6 +199,7 @@ async function runUntilListening(
         break;
       }
     }
+    if (port > 0) await probe?.(port);
     child.kill("SIGTERM");
     const code = (await child.status).code;
     return { port, code, output: output + (await stderr) };
@@ -240,7 +242,17 @@ Deno.test("deploy: payments.Containerfile builds from what it copies, and its CM
     const args = [...cmd];
     args[args.indexOf("--hostname") + 1] = "127.0.0.1";
     args[args.indexOf("--port") + 1] = "0";
-    const r = await runUntilListening(args, cwd, { ...env, PAYMENTS_TOKENS: "deploy-test" });
+    // It serves: /health answers before the SIGTERM that stops it.
+    const r = await runUntilListening(
+      args,
+      cwd,
+      { ...env, PAYMENTS_TOKENS: "deploy-test" },
+      async (port) => {
+        const res = await fetch(`http://127.0.0.1:${port}/health`);
+        await res.body?.cancel();
+        assert.equal(res.status, 200);
+      },
+    );
     assert.ok(r.port > 0, r.output);
     assert.equal(r.code, 0, r.output);
     // The KV store is where the volume is.
