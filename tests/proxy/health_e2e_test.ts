@@ -128,7 +128,7 @@ upstream:
     const r = await hits(client, 20);
     assert.deepEqual(r.statuses, new Array(20).fill(200), "retry + passive ejection");
     assert.deepEqual(r.by, { b: 20 });
-    assert.match(proxy.stderr.join("\n"), /retrying on b/);
+    assert.match(proxy.stderr.join("\n"), /retrying GET on b/);
   } finally {
     await client.close();
     assert.equal(await proxy.stop(), 0);
