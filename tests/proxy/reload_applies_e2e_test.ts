@@ -10,6 +10,11 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../faults/_support.ts";
 
+/** Waits (up to 10 s, polling every 50 ms) for `cond`; the access log is written in batches. */
+async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await cond()); i++) await sleep(50);
+}
+
 async function reload(
   adminPort: number,
 ): Promise<{ reloaded: boolean; restart_required: string[] }> {
@@ -41,17 +46,19 @@ ${extra}
         [":path", path],
       ],
     })).status;
+  const accessOnStderr = () => proxy.stderr.filter((l) => l.includes("[proxy::access]")).length;
+  const fileLines = async () =>
+    (await Deno.readTextFile(file).catch(() => "")).split("\n").filter(Boolean);
   try {
     assert.equal(await get("/one"), 200);
-    await sleep(200);
+    await until(() => accessOnStderr() === 1);
     assert.equal(proxy.stderr.some((l) => l.includes("[DEBUG]")), false, "info to begin with");
-    assert.equal(proxy.stderr.filter((l) => l.includes("[proxy::access]")).length, 1);
 
     // log.level: debug, applied.
     await Deno.writeTextFile(proxy.configPath, config("log: {level: debug}"));
     assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
     assert.equal(await get("/two"), 200);
-    await sleep(200);
+    await until(() => proxy.stderr.some((l) => l.includes("routing to backend")));
     assert.ok(
       proxy.stderr.some((l) => l.includes("[DEBUG]") && l.includes("routing to backend")),
       proxy.stderr.join("\n"),
@@ -63,12 +70,12 @@ ${extra}
       config(`log: {level: debug, access: {format: json, file: "${file}"}}`),
     );
     assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
-    const onStderr = proxy.stderr.filter((l) => l.includes("[proxy::access]")).length;
+    const onStderr = accessOnStderr();
     assert.equal(await get("/three"), 200);
-    await sleep(300);
-    const lines = (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
+    await until(async () => (await fileLines()).length >= 1);
+    const lines = (await fileLines()).map((l) => JSON.parse(l));
     assert.deepEqual(lines.map((l) => [l.path, l.status]), [["/three", 200]]);
-    assert.equal(proxy.stderr.filter((l) => l.includes("[proxy::access]")).length, onStderr);
+    assert.equal(accessOnStderr(), onStderr);
 
     // An access-log file that cannot be opened rejects the reload, as it stops startup.
     await Deno.writeTextFile(
@@ -81,8 +88,8 @@ ${extra}
     assert.equal(rejected.status, 400);
     assert.match(JSON.stringify(await rejected.json()), /log\.access\.file: cannot write/);
     assert.equal(await get("/four"), 200);
-    await sleep(300);
-    assert.equal((await Deno.readTextFile(file)).trim().split("\n").length, 2, "still logging");
+    await until(async () => (await fileLines()).length >= 2);
+    assert.equal((await fileLines()).length, 2, "still logging");
 
     // A port change needs a restart and is listed; reverted, it no longer is.
     await Deno.writeTextFile(proxy.configPath, config("", 1));
