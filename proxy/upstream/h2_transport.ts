@@ -35,6 +35,7 @@
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import { H2ClientConnection, type H2ConnectionOptions, type H2Event } from "../h2/connection.ts";
 import { H2Code, h2CodeName } from "../h2/errors.ts";
+import { responseHasNoBody } from "../h3/fields.ts";
 import {
   UpstreamError,
   type UpstreamFailureKind,
@@ -134,11 +135,6 @@ async function defaultConnect(address: string, tls: BackendTls | undefined): Pro
   return conn;
 }
 
-/** Whether a status carries no body whatever the headers say (RFC 9110 §6.4.1). */
-function statusHasNoBody(status: number): boolean {
-  return status === 204 || status === 304 || (status >= 100 && status < 200);
-}
-
 /** One exchange as the transport tracks it. */
 class Exchange {
   readonly req: UpstreamRequest;
@@ -150,6 +146,8 @@ class Exchange {
   stream = 0;
   settled = false;
   replays = 0;
+  /** When waiting for a stream runs out (`performance.now()` ms): never opened past it. */
+  readonly deadline: number;
   /** request_timeout_ms: waiting on the backend for body credit or the head. */
   watch: IdleWatch | null = null;
   onAbort: (() => void) | null = null;
@@ -180,6 +178,7 @@ class Exchange {
     this.req = req;
     this.resolve = resolve;
     this.reject = reject;
+    this.deadline = performance.now() + req.timeoutMs;
   }
 
   get replayable(): boolean {
@@ -618,6 +617,14 @@ class H2Transport implements UpstreamTransport {
   /** Opens the exchange's stream on `s` and starts its body. */
   open(x: Exchange, s: Session): void {
     if (x.state !== "queued") return;
+    if (performance.now() >= x.deadline - Math.min(100, x.req.timeoutMs * 0.05)) {
+      // Its timeout is due or all but (the sweeper runs it a little late): a
+      // slot freed meanwhile must not open a stream nobody will wait for.
+      return this.fail(
+        x,
+        new UpstreamError("timeout", `backend did not answer within ${x.req.timeoutMs} ms`),
+      );
+    }
     const req = x.req;
     const fields: Array<[string, string]> = [[":method", req.method], [":scheme", "http"]];
     if (s.pool.tls !== undefined) fields[1] = [":scheme", "https"];
@@ -743,7 +750,7 @@ class H2Transport implements UpstreamTransport {
       x.headers = ev.headers;
       x.watch?.touch();
       if (
-        ev.endStream || x.req.method === "HEAD" || statusHasNoBody(ev.status) ||
+        ev.endStream || responseHasNoBody(x.req.method, ev.status) ||
         ev.contentLength === 0
       ) {
         if (ev.endStream) this.#responseEnded(x);
