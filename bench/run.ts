@@ -10,7 +10,8 @@
  *                                  # the first --upstream-workers value)
  *
  * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` (the default; order of
- * the rounds), `--upstream-workers default,0` (one spooky per value; other
+ * the rounds; `spooky-node` adds spooky on the `node:http2` upstream client),
+ * `--upstream-workers default,0` (one spooky per value; other
  * than `default`, the value is written as `limits.upstream_workers`),
  * `--no-memory` (skip streaming and idle connections), `--no-caddy`,
  * `--rounds N`, `--out-dir DIR`, `--keep-tmp`.

@@ -41,6 +41,8 @@ export interface ServerSpec {
   nodeHttp2?: boolean;
   /** spooky: `limits.upstream_workers` (absent: the key is not written, spooky's default) */
   upstreamWorkers?: string;
+  /** spooky: `limits.upstream_client` (absent: the key is not written, spooky's default) */
+  upstreamClient?: string;
 }
 
 /** A running server. */
@@ -173,8 +175,8 @@ export async function startBackend(): Promise<Proc & { port: number }> {
 
 /**
  * Starts spooky with a generated configuration. Only keys that every version
- * of the schema knows are written, plus `limits.upstream_workers` when the
- * spec asks for it.
+ * of the schema knows are written, plus `limits.upstream_workers` and
+ * `limits.upstream_client` when the spec asks for them.
  */
 export async function startSpooky(
   env: Env,
@@ -182,9 +184,11 @@ export async function startSpooky(
   extraArgs: string[] = [],
 ): Promise<Server> {
   const config = `${env.tmp}/${spec.name}.yaml`;
-  const limits = spec.upstreamWorkers === undefined
-    ? ""
-    : `limits:\n  upstream_workers: ${spec.upstreamWorkers}\n`;
+  const limitLines = [
+    spec.upstreamWorkers === undefined ? "" : `  upstream_workers: ${spec.upstreamWorkers}\n`,
+    spec.upstreamClient === undefined ? "" : `  upstream_client: ${spec.upstreamClient}\n`,
+  ].join("");
+  const limits = limitLines === "" ? "" : `limits:\n${limitLines}`;
   await Deno.writeTextFile(
     config,
     `version: 1
@@ -286,8 +290,10 @@ export function startServer(env: Env, spec: ServerSpec): Promise<Server> {
 
 /**
  * The servers of a run, from `--servers` (names: floor, floor-worker,
- * floor-h2, spooky, caddy) and `--upstream-workers` (each value other than `default` adds a
- * spooky with that `limits.upstream_workers`, named `spooky-w<value>`).
+ * floor-h2, spooky, spooky-node, caddy) and `--upstream-workers` (each value other than
+ * `default` adds a spooky with that `limits.upstream_workers`, named `spooky-w<value>`).
+ * `spooky-node` is spooky with `limits.upstream_client: node` (the `node:http2` client),
+ * one per `--upstream-workers` value like `spooky`.
  */
 export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerSpec[] {
   const out: ServerSpec[] = [];
@@ -296,17 +302,18 @@ export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerS
     else if (name === "floor-worker") out.push({ name, kind: "floor", worker: true });
     else if (name === "floor-h2") out.push({ name, kind: "floor", nodeHttp2: true });
     else if (name === "caddy") out.push({ name, kind: "caddy" });
-    else if (name === "spooky") {
+    else if (name === "spooky" || name === "spooky-node") {
+      const client = name === "spooky-node" ? { upstreamClient: "node" } : {};
       for (const w of upstreamWorkers) {
         if (!/^[\w.-]+$/.test(w)) throw new Error(`bad --upstream-workers value "${w}"`);
         out.push(
           w === "default"
-            ? { name: "spooky", kind: "spooky" }
-            : { name: `spooky-w${w}`, kind: "spooky", upstreamWorkers: w },
+            ? { name, kind: "spooky", ...client }
+            : { name: `${name}-w${w}`, kind: "spooky", upstreamWorkers: w, ...client },
         );
       }
     } else {throw new Error(
-        `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy)`,
+        `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, spooky-node, caddy)`,
       );}
   }
   return out;
