@@ -4,7 +4,7 @@
  * signal during the drain must not kill the proxy before "Shutdown complete".
  */
 import assert from "node:assert/strict";
-import { startBackend } from "../support/backend.ts";
+import { startBackend, type TestBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
 import { faultConfig, sleep } from "../faults/_support.ts";
@@ -13,9 +13,9 @@ Deno.test("#21.7: SIGINT then SIGTERM during the drain: the drain finishes, Shut
   const be = startBackend("b");
   const proxy = await startProxy(faultConfig([be.address]));
   try {
-    // A request in flight keeps the drain going for about 1.5 s.
-    const slow = gtls(proxy.port, `https://localhost:${proxy.port}/slow/1500`);
-    await sleep(500);
+    // A request in flight (it has reached the backend) keeps the drain going for about 3 s.
+    const slow = gtls(proxy.port, `https://localhost:${proxy.port}/slow/3000`);
+    await inFlight(be);
     Deno.kill(proxy.pid, "SIGINT");
     await sleep(200);
     Deno.kill(proxy.pid, "SIGTERM");
@@ -47,7 +47,7 @@ Deno.test("#21.2: limits.drain_timeout_ms changed by a reload bounds the next sh
     const slow = gtls(proxy.port, `https://localhost:${proxy.port}/slow/8000`, {
       timeoutMs: 3_000,
     }).catch(() => null);
-    await sleep(500);
+    await inFlight(be);
     const t0 = performance.now();
     Deno.kill(proxy.pid, "SIGTERM");
     assert.equal(await proxy.exited, 0);
@@ -60,3 +60,9 @@ Deno.test("#21.2: limits.drain_timeout_ms changed by a reload bounds the next sh
     await be.close();
   }
 });
+
+/** Waits until the backend has received a request (up to 20 s). */
+async function inFlight(be: TestBackend): Promise<void> {
+  for (let i = 0; i < 400 && be.seen.length === 0; i++) await sleep(50);
+  assert.ok(be.seen.length > 0, "the request never reached the backend");
+}
