@@ -15,6 +15,7 @@
 import http2 from "node:http2";
 import { concatBytes } from "../../shared/bytes.ts";
 import { containNodeHttp2Errors } from "./contain_http2.ts";
+import { responseHasNoBody } from "../h3/fields.ts";
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import {
   UpstreamError,
@@ -61,11 +62,6 @@ interface Pooled {
 export interface Http2TransportOptions {
   /** Opens a session (tests inject failures); default `http2.connect`. */
   connect?: (authority: string) => http2.ClientHttp2Session;
-}
-
-/** Whether a status carries no body whatever the headers say (RFC 9110 §6.4.1). */
-function statusHasNoBody(status: number): boolean {
-  return status === 204 || status === 304 || (status >= 100 && status < 200);
 }
 
 /** Maps a node error of a stream or session to a failure kind. */
@@ -294,7 +290,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       declaredLength = declared;
       const before = early ?? [];
       early = null;
-      if (req.method === "HEAD" || statusHasNoBody(status) || declared === 0) {
+      if (responseHasNoBody(req.method, status) || declared === 0) {
         // Nothing to read: drain to END_STREAM only to keep the session tidy.
         stream.resume();
         if (earlyEnd) finish();
