@@ -36,7 +36,6 @@ import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import { H2ClientConnection, type H2ConnectionOptions, type H2Event } from "../h2/connection.ts";
 import { H2Code, h2CodeName } from "../h2/errors.ts";
 import { responseHasNoBody } from "../h3/fields.ts";
-import { responseHasNoBody } from "../h3/fields.ts";
 import {
   UpstreamError,
   type UpstreamFailureKind,
