@@ -34,8 +34,6 @@ export {
   parseHostPort,
   type PassiveHealthConfig,
   type RouteConfig,
-  type StandardLogLevel,
   type TlsConfig,
-  toStandardLogLevel,
   type UpstreamConfig,
 } from "./schema.ts";

@@ -23,7 +23,7 @@
  * @module
  */
 import { z } from "zod";
-import { LEVEL_NAMES, type LevelOrOff, lookupLevel } from "../../shared/logging.ts";
+import { DEFAULT_LOG_FILE, LEVEL_NAMES, lookupLevel } from "../../shared/logging.ts";
 import {
   DEFAULT_HASH_KEY,
   formatHashKey,
@@ -175,38 +175,6 @@ function isPlainPath(path: string): boolean {
 export function isToken(s: string): boolean {
   return TOKEN.test(s);
 }
-
-// ---------------------------------------------------------------------------
-// Log levels (the vocabulary is shared/logging.ts's; load-balancing keys are the balancer's)
-// ---------------------------------------------------------------------------
-
-/**
- * The standard log levels that every accepted level name maps to: the
- * logging setup's table ({@link LEVEL_NAMES}) is the one vocabulary.
- */
-export type StandardLogLevel = LevelOrOff;
-
-/**
- * Every accepted `log.level` name (lowercase; matching is case-insensitive)
- * and the standard level it means: `shared/logging.ts`'s {@link LEVEL_NAMES}.
- */
-export const LOG_LEVEL_ALIASES: Readonly<Record<string, StandardLogLevel>> = LEVEL_NAMES;
-
-/**
- * Maps a `log.level` value (any accepted name, any case) to its standard
- * level, or `null` when the name is unknown.
- *
- * @example
- * ```ts
- * toStandardLogLevel("Haunt"); // "debug"
- * ```
- */
-export function toStandardLogLevel(level: string): StandardLogLevel | null {
-  return lookupLevel(level);
-}
-
-/** Default of `log.file.path`; `{service}` is replaced by the service name when logging starts. */
-export const DEFAULT_LOG_FILE_PATH = "/var/log/{service}/{service}.log";
 
 /** Message given when `listen.tls.ca` is present. */
 export const TLS_CA_REJECTED =
@@ -369,14 +337,17 @@ export const UpstreamConfigSchema = z.strictObject({
   request_timeout_ms: positiveInt("milliseconds").default(30000),
 });
 
-/** `log`: level and optional file output. */
+/**
+ * `log`: level and optional file output. The level names are the logging
+ * setup's ({@link LEVEL_NAMES}, any case), and so is the default file path.
+ */
 export const LogConfigSchema = z.strictObject({
-  level: z.string().refine((l) => toStandardLogLevel(l) !== null, {
-    message: `must be one of ${Object.keys(LOG_LEVEL_ALIASES).join(", ")} (any case)`,
+  level: z.string().refine((l) => lookupLevel(l) !== null, {
+    message: `must be one of ${Object.keys(LEVEL_NAMES).join(", ")} (any case)`,
   }).transform((l) => l.toLowerCase()).default("info"),
   file: z.strictObject({
     enabled: z.boolean().default(false),
-    path: nonEmpty().default(DEFAULT_LOG_FILE_PATH),
+    path: nonEmpty().default(DEFAULT_LOG_FILE),
   }).prefault({}),
   /** The access log; `true`/`false` is short for `{enabled: …}`. */
   access: z.preprocess(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LEVEL_NAMES, parseLevel } from "../../shared/logging.ts";
+import { LEVEL_NAMES } from "../../shared/logging.ts";
 import { createBalancer, type LoadBalancingConfig } from "../balancer/mod.ts";
 import { formatHashKey, parseHashKey } from "../balancer/hash_key.ts";
 import {
@@ -7,9 +7,8 @@ import {
   isBindAddress,
   isRouteHost,
   LoadBalancingConfigSchema,
-  LOG_LEVEL_ALIASES,
+  LogConfigSchema,
   parseHostPort,
-  toStandardLogLevel,
 } from "./schema.ts";
 
 const HOST_PORT: [string, { host: string; port: number } | null][] = [
@@ -83,25 +82,19 @@ Deno.test("load_balancing.key: the schema accepts exactly what the balancer pars
   }
 });
 
-Deno.test("log.level: the schema accepts exactly the logging table's names", () => {
-  assert.equal(LOG_LEVEL_ALIASES, LEVEL_NAMES);
+Deno.test("log.level: the schema accepts exactly the logging table's names, in any case", () => {
+  const level = (name: string) => LogConfigSchema.safeParse({ level: name });
   for (const name of Object.keys(LEVEL_NAMES)) {
-    assert.equal(toStandardLogLevel(name.toUpperCase()), parseLevel(name));
+    assert.equal(level(name.toUpperCase()).data?.level, name);
+  }
+  for (const name of ["loud", "constructor", "toString", ""]) {
+    assert.equal(level(name).success, false, name);
   }
 });
 
-Deno.test("toStandardLogLevel: spec aliases, standard names, any case", () => {
-  assert.equal(toStandardLogLevel("whisper"), "trace");
-  assert.equal(toStandardLogLevel("Haunt"), "debug");
-  assert.equal(toStandardLogLevel("ghost"), "info");
-  assert.equal(toStandardLogLevel("SPOOKY"), "info");
-  assert.equal(toStandardLogLevel("scream"), "warning");
-  assert.equal(toStandardLogLevel("warn"), "warning");
-  assert.equal(toStandardLogLevel("poltergeist"), "error");
-  assert.equal(toStandardLogLevel("silence"), "off");
-  assert.equal(toStandardLogLevel("OFF"), "off");
-  assert.equal(toStandardLogLevel("loud"), null);
-  assert.equal(toStandardLogLevel("constructor"), null);
+Deno.test("log.file.path: the logging setup's default", () => {
+  const log = LogConfigSchema.parse({});
+  assert.equal(log.file.path, "/var/log/{service}/{service}.log");
 });
 
 Deno.test("ConfigSchema alone applies defaults (no YAML, no files)", () => {
