@@ -54,6 +54,8 @@ export const SESSION_IDLE_MS = 30_000;
 const PING_AFTER_MS = 15_000;
 /** A PING unanswered for this long ends the session (ms). */
 const PING_TIMEOUT_MS = 10_000;
+/** A backend without SETTINGS this long after connecting is not an HTTP/2 server (ms). */
+const SETTINGS_WAIT_MS = 10_000;
 /** Response body bytes buffered ahead of the reader (the stream's own queue). */
 const RESPONSE_HIGH_WATER = 256 * 1024;
 /** Request body bytes queued for the socket before the next chunk is read from the client. */
@@ -89,6 +91,12 @@ export interface H2TransportOptions {
   pingAfterMs?: number;
   /** A PING unanswered this long ends the session, failing its streams `timeout` (ms, default 10,000). */
   pingTimeoutMs?: number;
+  /**
+   * A backend that sends no SETTINGS (its connection preface, RFC 9113 §3.4)
+   * this long after the connection opened is not an HTTP/2 server: the
+   * session fails its requests `protocol` (ms, default 10,000).
+   */
+  settingsTimeoutMs?: number;
 }
 
 /** Splits `host:port` (IPv6 in brackets). */
@@ -201,6 +209,8 @@ class Session {
   idle: IdleWatch | null = null;
   #live: IdleWatch | null = null;
   #pingOut = false;
+  /** Waits for the backend's first SETTINGS. */
+  #settingsWatch: IdleWatch | null = null;
 
   constructor(readonly pool: Pool, codecOpts: H2ConnectionOptions | undefined) {
     this.codec = new H2ClientConnection(codecOpts);
@@ -237,6 +247,18 @@ class Session {
       return;
     }
     this.conn = conn;
+    const wait = this.pool.transport.settingsTimeoutMs;
+    this.#settingsWatch = idleWatch(wait, () => {
+      this.#settingsWatch = null;
+      if (this.ready) return;
+      this.fail(
+        new UpstreamError(
+          "protocol",
+          `backend sent no HTTP/2 SETTINGS within ${wait} ms (not an HTTP/2 server?)`,
+        ),
+        "protocol",
+      );
+    });
     this.flush();
     this.#readLoop();
   }
@@ -332,6 +354,8 @@ class Session {
       case "settings":
         if (!this.ready) {
           this.ready = true;
+          this.#settingsWatch?.cancel();
+          this.#settingsWatch = null;
           // Opened up to the backend's limit; the rest go back to the pool's queue.
           for (const x of this.waiting.splice(0)) {
             if (x.state === "queued" && x.session === this) this.pool.transport.open(x, this);
@@ -441,6 +465,8 @@ class Session {
     this.idle = null;
     this.#live?.cancel();
     this.#live = null;
+    this.#settingsWatch?.cancel();
+    this.#settingsWatch = null;
     this.pool.remove(this);
     if (closeConn && this.conn !== null) {
       // Let a GOAWAY the codec queued go out first, briefly.
@@ -516,6 +542,7 @@ class H2Transport implements UpstreamTransport {
   readonly maxSessions: number;
   readonly pingAfterMs: number;
   readonly pingTimeoutMs: number;
+  readonly settingsTimeoutMs: number;
   readonly #maxQueued: number;
   readonly #codec: H2ConnectionOptions | undefined;
   readonly #live = new Set<Exchange>();
@@ -527,6 +554,7 @@ class H2Transport implements UpstreamTransport {
     this.maxSessions = opts.maxSessionsPerAddress ?? 8;
     this.pingAfterMs = opts.pingAfterMs ?? PING_AFTER_MS;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
+    this.settingsTimeoutMs = opts.settingsTimeoutMs ?? SETTINGS_WAIT_MS;
     this.#maxQueued = opts.maxQueuedPerAddress ?? 4096;
     this.#codec = opts.codec;
   }

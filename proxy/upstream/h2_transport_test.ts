@@ -253,3 +253,30 @@ test("PING liveness: a backend that goes silent with a stream open fails it `tim
     await server.close();
   }
 });
+
+test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `protocol`, not at the request timeout", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  (async () => {
+    for await (const c of listener) held.push(c); // accepts, says nothing
+  })().catch(() => {});
+  const t = createH2Transport({ settingsTimeoutMs: 200 });
+  try {
+    const err = await t.exchange({
+      address: `127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+      method: "GET",
+      path: "/",
+      authority: "a.test",
+      headers: [],
+      body: null,
+      timeoutMs: 30_000,
+    }).then(() => null, (e: UpstreamError) => e);
+    assert.ok(err !== null);
+    assert.equal(err.kind, "protocol");
+    assert.match(err.message, /SETTINGS/);
+  } finally {
+    await t.close();
+    listener.close();
+    for (const c of held) c.close();
+  }
+});
