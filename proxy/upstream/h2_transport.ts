@@ -431,10 +431,15 @@ class Session {
     const waiting = this.waiting.splice(0);
     const open = [...this.exchanges.values()];
     this.exchanges.clear();
+    // Requests still waiting for the session sent nothing to the backend:
+    // `connect`, so the forwarder may try another candidate.
+    const unsent = err.kind === "connect" || err.kind === "aborted"
+      ? err
+      : new UpstreamError("connect", err.message, { cause: err });
     for (const x of waiting) {
       if (x.state !== "queued") continue;
       x.session = null;
-      this.pool.transport.fail(x, err);
+      this.pool.transport.fail(x, unsent);
     }
     for (const x of open) {
       this.pool.transport.fail(x, new UpstreamError(kind, err.message, { cause: err }), false);

@@ -254,7 +254,7 @@ test("PING liveness: a backend that goes silent with a stream open fails it `tim
   }
 });
 
-test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `protocol`, not at the request timeout", async () => {
+test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connect` (nothing sent), not at the request timeout", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const held: Deno.Conn[] = [];
   (async () => {
@@ -272,7 +272,7 @@ test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `protoc
       timeoutMs: 30_000,
     }).then(() => null, (e: UpstreamError) => e);
     assert.ok(err !== null);
-    assert.equal(err.kind, "protocol");
+    assert.equal(err.kind, "connect");
     assert.match(err.message, /SETTINGS/);
   } finally {
     await t.close();
