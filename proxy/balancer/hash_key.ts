@@ -8,6 +8,7 @@
  * @module
  */
 
+import { isToken } from "../h3/fields.ts";
 import { BalancerConfigError, type BalanceRequest } from "./types.ts";
 
 /** A parsed `load_balancing.key`. Header names are lowercase. */
@@ -23,8 +24,6 @@ export const DEFAULT_HASH_KEY = "path";
 /** Key used when `load_balancing.key` is not given ({@link DEFAULT_HASH_KEY}). */
 export const DEFAULT_HASH_KEY_SOURCE: HashKeySource = Object.freeze({ source: "path" });
 
-/** RFC 9110 §5.6.2 `token`: header, cookie (RFC 6265 §4.1.1) and query names. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** What {@link parseHashKey} accepts, for error messages. */
 export const HASH_KEY_FORMS = "header:<name>, cookie:<name>, query:<name> or path";
@@ -49,7 +48,8 @@ export function parseHashKey(key: string): HashKeySource | null {
   if (colon < 0) return null;
   const source = key.slice(0, colon);
   const name = key.slice(colon + 1);
-  if (!TOKEN.test(name)) return null;
+  // An RFC 9110 token: header, cookie (RFC 6265 §4.1.1) and query names.
+  if (!isToken(name)) return null;
   if (source === "header") return { source, name: name.toLowerCase() };
   if (source === "cookie" || source === "query") return { source, name };
   return null;

@@ -31,6 +31,7 @@ import {
   parseHashKey,
 } from "../balancer/hash_key.ts";
 import { parseCidr } from "../../shared/cidr.ts";
+import { isToken } from "../h3/fields.ts";
 import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
 import type {
   AccessLogConfig,
@@ -59,8 +60,6 @@ const HOST_LABEL = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
 const NUMERIC_LABEL = /^[0-9]+$/;
 const IPV6_CHARS = /^[0-9A-Fa-f:.]+$/;
 const PORT_DIGITS = /^[0-9]{1,5}$/;
-/** RFC 9110 §5.6.2 `tchar`. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
  * True when `s` is an IPv4 address in dotted-quad form (`127.0.0.1`).
@@ -169,11 +168,6 @@ function isPlainPath(path: string): boolean {
     if (code <= 0x20 || code === 0x7f || ch === "?" || ch === "#" || /\s/.test(ch)) return false;
   }
   return true;
-}
-
-/** True when `s` is an HTTP token (RFC 9110 §5.6.2), as used for methods and field names. */
-export function isToken(s: string): boolean {
-  return TOKEN.test(s);
 }
 
 /** Message given when `listen.tls.ca` is present. */

@@ -47,3 +47,34 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 export function responseHasNoBody(method: string, status: number): boolean {
   return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
 }
+
+/**
+ * RFC 9110 §5.6.2 `tchar`, indexed by character code (ASCII only): 1 for
+ * the characters a token may hold (methods, field names, parameter names).
+ */
+export const TCHAR: Readonly<Uint8Array> = (() => {
+  const table = new Uint8Array(128);
+  const chars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  for (const ch of chars) table[ch.charCodeAt(0)] = 1;
+  return table;
+})();
+
+/**
+ * True when `s` is an RFC 9110 §5.6.2 token (one or more `tchar`), checked
+ * against `table` ({@link TCHAR} by default; a narrower table, such as
+ * lowercase-only field names, may be given).
+ *
+ * @example
+ * ```ts
+ * isToken("x-request-id"); // true
+ * isToken("a b"); // false
+ * ```
+ */
+export function isToken(s: string, table: Readonly<Uint8Array> = TCHAR): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128 || table[c] === 0) return false;
+  }
+  return true;
+}

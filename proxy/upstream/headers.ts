@@ -13,7 +13,7 @@
  */
 
 import { PRODUCT } from "../../shared/version.ts";
-import { HOP_BY_HOP } from "../h3/mod.ts";
+import { HOP_BY_HOP, isToken } from "../h3/mod.ts";
 
 /** What the proxy knows about the client side of a request. */
 export interface ClientContext {
@@ -43,7 +43,7 @@ function forwardedNode(ip: string): string {
 }
 
 function forwardedValue(v: string): string {
-  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v) ? v : `"${v.replace(/["\\]/g, "\\$&")}"`;
+  return isToken(v) ? v : `"${v.replace(/["\\]/g, "\\$&")}"`;
 }
 
 const isOws = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
