@@ -199,6 +199,8 @@ Deno.test("RFC 9113 §8.3.2: malformed response heads are stream errors PROTOCOL
   const bad: Array<Array<[string, string]>> = [
     [[":status", "2000"]],
     [[":status", "20"]],
+    [[":status", "099"]],
+    [[":status", "600"]],
     [["x", "1"], [":status", "200"]],
     [[":status", "200"], ["X-Upper", "1"]],
     [[":status", "200"], ["connection", "close"]],

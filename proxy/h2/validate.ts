@@ -78,6 +78,8 @@ export function validateResponseHead(fields: FieldLine[]): ResponseHead | string
       if (headers.length > 0) return ":status after a regular field";
       if (!/^[0-9]{3}$/.test(value)) return `:status ${JSON.stringify(value)} is not three digits`;
       status = Number(value);
+      // RFC 9110 §15: status codes are 100-599 (a 0xx would pass for informational).
+      if (status < 100 || status > 599) return `:status ${value} outside 100-599`;
       continue;
     }
     const why = badName(name) ?? badValue(value);
