@@ -14,6 +14,7 @@ import {
   type Shed,
 } from "./admission.ts";
 import { fullGc } from "./full_gc.ts";
+import { H3Code } from "../h3/errors.ts";
 import type {
   CloseInfo,
   PeerAddr,
@@ -68,9 +69,6 @@ export interface DenoQuicTransport extends QuicServerTransport {
 }
 
 export { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS };
-
-/** H3_EXCESSIVE_LOAD (RFC 9114 §8.1): the close code for connections past a limit. */
-const EXCESSIVE_LOAD = 0x107;
 
 /**
  * Binds a UDP socket and listens for QUIC connections with ALPN `h3`.
@@ -143,7 +141,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     for (const { entry, reason } of list) {
       closeQuietly(
         entry.handle,
-        EXCESSIVE_LOAD,
+        H3Code.EXCESSIVE_LOAD, // RFC 9114 §8.1: the close code for connections past a limit
         reason === "handshake_timeout" ? "handshake timeout" : "busy",
       );
       reject(reason);
@@ -193,7 +191,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     }
     const result = table.admit(conn, conn.remoteAddr.hostname);
     if (result.admitted === undefined) {
-      closeQuietly(conn, EXCESSIVE_LOAD, "too many connections from this address");
+      closeQuietly(conn, H3Code.EXCESSIVE_LOAD, "too many connections from this address");
       reject(result.reason);
       countClosed();
       return;
@@ -248,7 +246,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
         if (conn instanceof Error) throw conn;
         if (stopped) {
           // Draining: a connection whose handshake finished meanwhile is not served.
-          closeQuietly(conn, 0x100, "shutting down");
+          closeQuietly(conn, H3Code.NO_ERROR, "shutting down");
           continue;
         }
         return conn;
@@ -270,7 +268,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
       clearTimeout(sweeper);
       for (const waiter of waiting.splice(0)) waiter(null);
       try {
-        endpoint.close(info ?? { closeCode: 0x100, reason: "" });
+        endpoint.close(info ?? { closeCode: H3Code.NO_ERROR, reason: "" });
       } catch {
         // already closed
       }
