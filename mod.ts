@@ -25,6 +25,7 @@ export {
   type BackendHealth,
   createProxyApp,
   type HealthReport,
+  PoolState,
   type ProxyAppDeps,
 } from "./proxy/mod.ts";
 export * as upstream from "./proxy/upstream/mod.ts";

@@ -24,7 +24,7 @@
  * @module
  */
 
-export { type BackendHealth, createProxyApp, type ProxyAppDeps } from "./app.ts";
+export { type BackendHealth, createProxyApp, PoolState, type ProxyAppDeps } from "./app.ts";
 export { type BackendInfo, ProxyRuntime, type RuntimeOptions } from "./runtime.ts";
 // Types of the packages below that the signatures above use.
 export type * from "./config/types.ts";

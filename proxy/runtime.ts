@@ -5,12 +5,22 @@
  * metrics. A reload builds a new generation from a validated configuration
  * and swaps it in; requests already running finish on the old one.
  *
+ * The request handler (`app.ts` and its phases) is rebuilt on every reload
+ * and every admin weight change, so state kept in it would silently reset.
+ * What must outlive it is kept here: the admin overrides (disabled
+ * backends, weights), passive health (its ejections; replaced only when
+ * `passive_health` changes), the metrics, and each pool's
+ * {@link PoolState} by pool name (`poolState()`; dropped when a reload
+ * removes the pool). A per-pool rate limiter's buckets belong in
+ * `PoolState`; a per-route rule derived from the configuration belongs in
+ * the rebuilt `PoolContext` (`phases/pool.ts`).
+ *
  * @module
  */
 
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "./config/schema.ts";
-import { createProxyApp } from "./app.ts";
+import { createProxyApp, PoolState } from "./app.ts";
 import { HealthChecker, PassiveHealth, type ProbeFetch } from "./health/mod.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { MetricsView } from "./metrics/prometheus.ts";
@@ -137,6 +147,8 @@ export class ProxyRuntime {
   readonly #now: () => number;
   readonly #disabled = new Set<string>();
   readonly #weights = new Map<string, number>();
+  /** Each pool's state that outlives the handler, by pool name (see the module doc). */
+  readonly #pools = new Map<string, PoolState>();
   #passive: PassiveHealth | null;
   /** The configuration the process started with: what listeners and limits still use. */
   readonly #running: Config;
@@ -192,6 +204,7 @@ export class ProxyRuntime {
       config: this.#effectiveConfig(config),
       metrics: this.metrics,
       transport: this.#opts.transport,
+      poolState: (name) => this.poolState(name),
       health: {
         isAvailable: (id) =>
           !this.#disabled.has(id) && checker.isHealthy(id) && !(passive?.isEjected(id) ?? false),
@@ -237,6 +250,9 @@ export class ProxyRuntime {
     const ids = new Set(Object.values(next.upstream).flatMap((u) => u.backends.map((b) => b.id)));
     for (const id of [...this.#weights.keys()]) if (!ids.has(id)) this.#weights.delete(id);
     for (const id of [...this.#disabled]) if (!ids.has(id)) this.#disabled.delete(id);
+    for (const pool of [...this.#pools.keys()]) {
+      if (!Object.hasOwn(next.upstream, pool)) this.#pools.delete(pool);
+    }
     const gen = this.#build(next);
     if (this.#started) gen.checker.start();
     this.#gen = gen;
@@ -294,6 +310,20 @@ export class ProxyRuntime {
       }
     }
     return out;
+  }
+
+  /**
+   * The state of pool `name` that outlives the request handler (reloads,
+   * admin weight changes): the same object for as long as the pool stays in
+   * the configuration.
+   */
+  poolState(name: string): PoolState {
+    let state = this.#pools.get(name);
+    if (state === undefined) {
+      state = new PoolState();
+      this.#pools.set(name, state);
+    }
+    return state;
   }
 
   /** Disables or re-enables a backend; `false` for an unknown id. */

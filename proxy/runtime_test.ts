@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { ConfigSchema } from "./config/schema.ts";
 import type { Config } from "./config/types.ts";
 import { ProxyRuntime } from "./runtime.ts";
-import type { UpstreamTransport } from "./upstream/transport.ts";
+import { UpstreamError, type UpstreamTransport } from "./upstream/transport.ts";
 import type { IncomingRequest } from "./server/types.ts";
 
 function config(extra: Record<string, unknown> = {}, upstream?: Record<string, unknown>): Config {
@@ -278,5 +278,48 @@ Deno.test("ProxyRuntime: load_balancing and trusted_proxies changed by a reload 
   await runtime.reload(config({ trusted_proxies: ["192.0.2.0/24"] }));
   await runtime.handler(fromProxy());
   assert.equal(xff(), "198.51.100.9, 192.0.2.1");
+  await runtime.stop();
+});
+
+Deno.test("ProxyRuntime: a pool's state survives an admin weight change and a reload; a removed pool's does not", async () => {
+  const { opts } = fakes();
+  // a1 refuses connections: one failure ejects it (passive health), and the
+  // pool, left without an available backend, asks it anyway (panic mode).
+  const transport: UpstreamTransport = {
+    ...opts.transport,
+    exchange: (req) =>
+      req.address === "127.0.0.1:8001"
+        ? Promise.reject(new UpstreamError("connect", "refused"))
+        : opts.transport.exchange(req),
+  };
+  const upstream = (weight: number, pool = "api") => ({
+    [pool]: {
+      route: { path_prefix: "/api" },
+      backends: [{ id: "a1", address: "127.0.0.1:8001", weight }],
+    },
+    web: { route: { path_prefix: "/" }, backends: [{ id: "w1", address: "127.0.0.1:9001" }] },
+  });
+  const passive = { passive_health: { consecutive_failures: 1, eject_ms: 60_000 } };
+  const runtime = new ProxyRuntime(config(passive, upstream(100)), { ...opts, transport });
+  const state = runtime.poolState("api");
+  assert.equal((await runtime.handler(get("/api/x"))).status, 502); // a1 ejected
+  assert.equal(state.panic, false);
+  assert.equal((await runtime.handler(get("/api/x"))).status, 502); // asked in panic mode
+  assert.equal(state.panic, true, "the handler's pool context carries the runtime's state");
+
+  // The weight change rebuilds the handler: the state is the same object.
+  assert.ok(runtime.setWeight("a1", 7));
+  assert.equal(runtime.poolState("api"), state);
+  assert.equal((await runtime.handler(get("/api/x"))).status, 502);
+  assert.equal(state.panic, true);
+  // So does a reload that keeps the pool.
+  await runtime.reload(config(passive, upstream(40)));
+  assert.equal(runtime.poolState("api"), state);
+  assert.equal(state.panic, true);
+  // A reload that removes the pool drops its state; the other pool's stays.
+  const web = runtime.poolState("web");
+  await runtime.reload(config(passive, upstream(40, "api2")));
+  assert.notEqual(runtime.poolState("api"), state);
+  assert.equal(runtime.poolState("web"), web);
   await runtime.stop();
 });

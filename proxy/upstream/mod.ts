@@ -1,8 +1,9 @@
 /**
- * The upstream side: forwarding a routed request to a pool's backends
- * (retry, status mapping, passive-health reports) over an
- * {@link UpstreamTransport}, in this thread or on worker threads, and the
- * header translation between HTTP/3 and HTTP/2.
+ * The upstream side: how an exchange reaches a backend (an
+ * {@link UpstreamTransport}, in this thread or on worker threads), what
+ * each way it ends means (`outcome.ts`), and the header translation
+ * between HTTP/3 and HTTP/2. Forwarding a routed request to a pool's
+ * backends is a phase of the request, `phases/forward.ts`.
  *
  * @example
  * ```ts
@@ -29,14 +30,6 @@ export {
 export { createHttp2Transport, type Http2TransportOptions } from "./http2_transport.ts";
 export { autoWorkers, createUpstreamTransport, type UpstreamClient } from "./create_transport.ts";
 export type { HealthReport } from "./outcome.ts";
-export {
-  type BackendHealth,
-  createForwarder,
-  describeError,
-  type ForwardDeps,
-  type Forwarder,
-  type PoolTarget,
-} from "./forward.ts";
 export {
   type ClientContext,
   downstreamResponseFields,

@@ -2,7 +2,7 @@
  * Whose fault it was, decided in one place: every way a forwarded request
  * can end ({@link UpstreamOutcome}) maps to the status the client gets, what
  * passive health is told about the backend, which backend counter moves,
- * and whether the request may be sent again. `forward.ts` applies it and
+ * and whether the request may be sent again. `phases/forward.ts` applies it and
  * describes the result on the response (`backend`, `failure`); the request
  * sink (`request_log.ts`) counts and logs it from there.
  *

@@ -1,7 +1,7 @@
 /**
  * The upstream transport: how one request reaches one backend over HTTP/2
  * and how its answer comes back. The forwarding rules (candidates, retry,
- * status mapping, metrics) live in `forward.ts` and know nothing of how the
+ * status mapping, metrics) live in `phases/forward.ts` and know nothing of how the
  * exchange is carried: in this process (`http2_transport.ts`) or on worker
  * threads (`worker_transport.ts`). Every implementation passes the shared
  * conformance suite in `transport_conformance_test.ts`.

@@ -3,13 +3,15 @@ import { ProxyMetrics } from "../metrics/metrics.ts";
 import { createRequestSink } from "../request_log.ts";
 import type { IncomingRequest } from "../server/types.ts";
 import { createForwarder } from "./forward.ts";
+import { buildPools, PoolState } from "./pool.ts";
 import {
   UpstreamError,
   type UpstreamFailureKind,
   type UpstreamRequest,
   type UpstreamResponse,
   type UpstreamTransport,
-} from "./transport.ts";
+} from "../upstream/transport.ts";
+import { ConfigSchema } from "../config/schema.ts";
 
 /** A transport that answers each exchange from a script: a failure kind, or a status. */
 type Step = UpstreamFailureKind | number | UpstreamResponse | Error;
@@ -54,7 +56,21 @@ function incoming(
   };
 }
 
-const pool = { name: "p", timeoutMs: 1000 };
+/** Pool "p" (request_timeout_ms 1000) as the phases see it. */
+const pool = buildPools(
+  ConfigSchema.parse({
+    version: 1,
+    listen: { protocol: "http3", port: 9889, tls: { cert: "c.pem", key: "k.pem" } },
+    upstream: {
+      p: {
+        route: { path_prefix: "/" },
+        request_timeout_ms: 1000,
+        backends: [{ id: "b1", address: "127.0.0.1:1" }],
+      },
+    },
+  }),
+  () => new PoolState(),
+).get("p")!;
 const one = [{ id: "b1", address: "127.0.0.1:1", weight: 1 }];
 const two = [...one, { id: "b2", address: "127.0.0.1:2", weight: 1 }];
 

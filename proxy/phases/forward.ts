@@ -1,65 +1,52 @@
 /**
- * Forwarding one request to a pool's backends: the header translation, the
- * attempt on the first candidate and the retry on the next after a connect
- * failure (or, for an idempotent request, after a reset, protocol error or
- * lost worker before any answer), the validation of the backend's response
- * head, and what each outcome means for the client's status, passive health
- * and the metrics: one table, `outcome.ts`. How the bytes travel is the
+ * Phase 5, forward: one request to its pool's candidates. The upstream
+ * request is built (`upstream_request.ts`), sent to the first candidate
+ * and, after a connect failure (or, for an idempotent request, after a
+ * reset, protocol error or lost worker before any answer), to the next;
+ * the answer becomes the client's response (`respond.ts`). What each way
+ * of ending means for the client's status, passive health and the metrics
+ * is one table, `upstream/outcome.ts`. How the bytes travel is the
  * {@link UpstreamTransport}'s business.
  *
  * @example
  * ```ts
  * import type { IncomingRequest } from "../server/mod.ts";
  * import type { BackendRef } from "../balancer/mod.ts";
+ * import type { PoolContext } from "./pool.ts";
  * declare const transport: ForwardDeps["transport"];
  * declare const health: ForwardDeps["health"];
  * declare const metrics: ForwardDeps["metrics"];
  * declare const req: IncomingRequest;
+ * declare const pool: PoolContext;
  * declare const candidates: BackendRef[];
  * declare const path: string;
  * declare const authority: string;
  *
  * const forward = createForwarder({ transport, health, metrics });
- * const res = await forward(req, { name: "api", timeoutMs: 30_000 }, candidates, path, authority);
+ * const res = await forward(req, pool, candidates, path, authority);
  * ```
  *
  * @module
  */
 
 import { getLogger } from "@logtape/logtape";
-import { readUpTo } from "../../shared/bytes.ts";
 import type { BackendRef } from "../balancer/mod.ts";
 import type { ProxyMetrics } from "../metrics/metrics.ts";
-import { MalformedMessageError } from "../h3/errors.ts";
-import { validateResponseHead } from "../h3/message.ts";
 import { errorResponse } from "../server/error_response.ts";
 import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
-import { downstreamResponseFields, upstreamRequestHeaderList } from "./headers.ts";
 import {
-  type HealthReport,
   outcomeOfError,
   outcomeOfStatus,
   OUTCOMES,
   type UpstreamOutcome,
-} from "./outcome.ts";
-import type { UpstreamResponse, UpstreamTransport } from "./transport.ts";
+} from "../upstream/outcome.ts";
+import type { UpstreamResponse, UpstreamTransport } from "../upstream/transport.ts";
+import type { PoolContext } from "./pool.ts";
+import { downstreamResponse, failureResponse, invalidResponse } from "./respond.ts";
+import type { BackendHealth } from "./select.ts";
+import { upstreamBody, upstreamHeaders } from "./upstream_request.ts";
 
 const log = getLogger(["proxy", "upstream"]);
-
-/** Availability of backends: active health checks and passive ejection combined. */
-export interface BackendHealth {
-  /** Whether the backend may be picked: enabled, healthy and not ejected. */
-  isAvailable(id: string): boolean;
-  /**
-   * Availability ignoring passive ejection: used when ejection left a pool
-   * with no candidate at all (panic mode: better a suspect backend than a 503).
-   */
-  isAvailableIgnoringEjection?(id: string): boolean;
-  /** Whether the backend is enabled (not disabled by the admin API); default: all are. */
-  isEnabled?(id: string): boolean;
-  /** Live traffic outcome, for passive health (outlier ejection); see `outcome.ts`. */
-  report?(id: string, outcome: HealthReport): void;
-}
 
 /** What forwarding needs. */
 export interface ForwardDeps {
@@ -73,18 +60,10 @@ export interface ForwardDeps {
   isTrustedProxy?: (ip: string) => boolean;
 }
 
-/** The pool a request was routed to. */
-export interface PoolTarget {
-  /** The pool's name (`upstream` key). */
-  name: string;
-  /** `request_timeout_ms` of the pool. */
-  timeoutMs: number;
-}
-
 /** Sends a routed request to the first of its candidates (and the next one after a connect failure). */
 export type Forwarder = (
   req: IncomingRequest,
-  pool: PoolTarget,
+  pool: PoolContext,
   candidates: readonly BackendRef[],
   path: string,
   authority: string | undefined,
@@ -92,9 +71,6 @@ export type Forwarder = (
 
 /** Methods a request may be sent twice with (RFC 9110 §9.2.2); TRACE is never forwarded. */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
-
-/** Bodies up to this size with a declared length are read whole, so they keep their content-length and can be retried. */
-const BUFFER_BODY_LIMIT = 64 * 1024;
 
 /** The error's message with its causes, e.g. `backend connect error: … (connect ECONNREFUSED 127.0.0.1:1)`. */
 export function describeError(err: unknown): string {
@@ -109,56 +85,27 @@ export function describeError(err: unknown): string {
 }
 
 /**
- * Checks the backend's response head (RFC 9113 §8.2, §8.3, RFC 9110 §15);
- * returns why it may not be forwarded, or `null`.
- */
-export function invalidResponse(res: UpstreamResponse): string | null {
-  try {
-    validateResponseHead(res.status, res.headers);
-    return null;
-  } catch (err) {
-    if (err instanceof MalformedMessageError) return err.message;
-    throw err;
-  }
-}
-
-/**
  * Builds the forwarder.
  */
 export function createForwarder(deps: ForwardDeps): Forwarder {
   const { transport, health, metrics } = deps;
 
-  /** The proxy's answer for a failed request, described for the request sink. */
+  /** The proxy's answer for a failed request; passive health hears of it. */
   const failed = (
     outcome: UpstreamOutcome,
     backendId: string,
     message: string,
   ): OutgoingResponse => {
-    const rule = OUTCOMES[outcome];
-    if (rule.health !== null) health.report?.(backendId, rule.health);
-    const res: OutgoingResponse = errorResponse(rule.status!, rule.error, message);
-    if (rule.namesBackend) res.backend = backendId;
-    if (rule.failure !== undefined) res.failure = rule.failure;
-    return res;
+    const report = OUTCOMES[outcome].health;
+    if (report !== null) health.report?.(backendId, report);
+    return failureResponse(outcome, backendId, message);
   };
 
   return async (req, pool, candidates, path, authority) => {
     const head = req.head;
-    const ip = req.remote.hostname;
-    const trusted = deps.isTrustedProxy?.(ip) ?? false;
-    const headers = upstreamRequestHeaderList(head.fields, { ip, authority, trusted });
-    let body: Uint8Array | ReadableStream<Uint8Array> | null = req.body;
-    if (
-      req.body !== null && head.contentLength !== undefined &&
-      head.contentLength <= BUFFER_BODY_LIMIT
-    ) {
-      body = await readUpTo(req.body, head.contentLength);
-      if (body === null) throw new Error("body larger than declared");
-    }
-    if (body instanceof Uint8Array) headers.push(["content-length", String(body.length)]);
-    else if (body !== null && head.contentLength !== undefined) {
-      headers.push(["content-length", String(head.contentLength)]);
-    }
+    const headers = upstreamHeaders(req, authority, deps.isTrustedProxy);
+    const pending = upstreamBody(req, headers);
+    const body = pending instanceof Promise ? await pending : pending;
     // Retry only what has not started streaming: no body, or a body read whole.
     const retryable = !(body instanceof ReadableStream);
     const attempts = retryable ? candidates.slice(0, 2) : candidates.slice(0, 1);
@@ -237,13 +184,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
       }
       health.report?.(backend.id, OUTCOMES[outcomeOfStatus(res.status)].health!);
       // Counted once it is finished, by the request sink (request_log.ts).
-      return {
-        status: res.status,
-        headers: downstreamResponseFields(res.headers),
-        body: res.body,
-        backend: backend.id,
-        upstreamMs: performance.now() - sent,
-      };
+      return downstreamResponse(backend.id, res, performance.now() - sent);
     }
     // Unreachable: the loop always returns on its last attempt.
     return errorResponse(500, OUTCOMES.internal.error, "no attempt made");
@@ -267,7 +208,7 @@ function failureMessage(outcome: UpstreamOutcome, id: string): string {
   }
 }
 
-function logFailure(outcome: UpstreamOutcome, id: string, pool: PoolTarget, cause: string): void {
+function logFailure(outcome: UpstreamOutcome, id: string, pool: PoolContext, cause: string): void {
   switch (outcome) {
     case "timeout":
       log.warn("backend {id} timed out after {ms} ms", { id, ms: pool.timeoutMs });

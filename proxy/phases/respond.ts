@@ -1,0 +1,83 @@
+/**
+ * Phase 6, downstream response: what the client is sent (pingora's
+ * `response_filter`): the backend's head checked (a head no client may be
+ * given is a 502), its fields filtered for the client
+ * (`upstream/headers.ts`), and the proxy's own answers (a refusal, a
+ * failed forward) described for the request sink: the `backend` it
+ * counts against and the `failure` (`upstream/outcome.ts`). The server
+ * layer writes the response (`server/request_stream.ts`,
+ * `server/tcp_fallback.ts`) and the request sink logs and counts it
+ * (`request_log.ts`).
+ *
+ * @example
+ * ```ts
+ * import type { UpstreamResponse } from "../upstream/transport.ts";
+ * declare const res: UpstreamResponse;
+ *
+ * const invalid = invalidResponse(res); // null, or why it may not be forwarded
+ * if (invalid === null) downstreamResponse("b1", res, 12.5).backend; // "b1"
+ * ```
+ *
+ * @module
+ */
+
+import { MalformedMessageError } from "../h3/errors.ts";
+import { validateResponseHead } from "../h3/message.ts";
+import { errorResponse } from "../server/error_response.ts";
+import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
+import { downstreamResponseFields } from "../upstream/headers.ts";
+import { OUTCOMES, type UpstreamOutcome } from "../upstream/outcome.ts";
+import type { UpstreamResponse } from "../upstream/transport.ts";
+import type { Refusal } from "./admit.ts";
+
+/**
+ * The proxy's own answer to a request it will not forward; the client's
+ * body, if any, is not wanted. Counted and logged once finished, by the
+ * request sink.
+ */
+export function refuse(req: IncomingRequest, refusal: Refusal): OutgoingResponse {
+  req.body?.cancel().catch(() => {});
+  return errorResponse(refusal.status, refusal.error, refusal.message);
+}
+
+/**
+ * Checks the backend's response head (RFC 9113 §8.2, §8.3, RFC 9110 §15);
+ * returns why it may not be forwarded, or `null`.
+ */
+export function invalidResponse(res: UpstreamResponse): string | null {
+  try {
+    validateResponseHead(res.status, res.headers);
+    return null;
+  } catch (err) {
+    if (err instanceof MalformedMessageError) return err.message;
+    throw err;
+  }
+}
+
+/** The backend's answer as the client gets it; `upstreamMs`: from sending to its head. */
+export function downstreamResponse(
+  backendId: string,
+  res: UpstreamResponse,
+  upstreamMs: number,
+): OutgoingResponse {
+  return {
+    status: res.status,
+    headers: downstreamResponseFields(res.headers),
+    body: res.body,
+    backend: backendId,
+    upstreamMs,
+  };
+}
+
+/** The proxy's answer for a forward that ended in `outcome`, described for the request sink. */
+export function failureResponse(
+  outcome: UpstreamOutcome,
+  backendId: string,
+  message: string,
+): OutgoingResponse {
+  const rule = OUTCOMES[outcome];
+  const res: OutgoingResponse = errorResponse(rule.status!, rule.error, message);
+  if (rule.namesBackend) res.backend = backendId;
+  if (rule.failure !== undefined) res.failure = rule.failure;
+  return res;
+}
