@@ -18,7 +18,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { Health } from "../shared/payments_schemas.ts";
-import { bearerChecker } from "./auth.ts";
+import { bearerChecker } from "../shared/bearer.ts";
 import { DOCS_HTML } from "./docs_page.ts";
 import { type Cidr, parseCidrs } from "./client_address.ts";
 import { INFO_LINK, PaymentsError } from "./domain/errors.ts";

@@ -12,7 +12,7 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { constantTimeEqual } from "../../shared/constant_time.ts";
+import { bearerChecker } from "../../shared/bearer.ts";
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../metrics/prometheus.ts";
 import type { ProxyRuntime } from "../runtime.ts";
 import type { ConnectionInfo } from "../server/server.ts";
@@ -67,11 +67,10 @@ export function createAdminApp(deps: AdminDeps): Hono {
   const rss = deps.rss ?? (() => Deno.memoryUsage().rss);
   const app = new Hono();
 
+  const allowed = bearerChecker(deps.token === undefined ? [] : [deps.token]);
   app.use("/admin/*", async (c, next) => {
     if (deps.token !== undefined) {
-      const auth = c.req.header("authorization") ?? "";
-      const m = /^Bearer\s+(.+)$/i.exec(auth);
-      if (!m || !constantTimeEqual(m[1].trim(), deps.token)) {
+      if (!allowed(c.req.header("authorization"))) {
         c.header("www-authenticate", 'Bearer realm="spooky-admin"');
         return errorBody(c, 401, "unauthorized", "a valid admin bearer token is required");
       }
