@@ -15,6 +15,7 @@
 import { getLogger } from "@logtape/logtape";
 import { settledWithin } from "../shared/deadline.ts";
 import { basePathsOf, createApp, INTUIT_TID } from "./app.ts";
+import { PaymentsError } from "./domain/errors.ts";
 import {
   type ConnectionLimits,
   type ConnectionServer,
@@ -129,18 +130,11 @@ export async function startPaymentsServer(
   const tls = Boolean(opts.cert && opts.key);
   const onError = (err: unknown) => {
     log.error("request failed: {error}", { error: err });
+    const failure = PaymentsError.system("internal error", 500, false);
     return new Response(
-      JSON.stringify({
-        errors: [{
-          code: "PMT-6000",
-          type: "system_error",
-          message: "A system error occurred.",
-          detail: "internal error",
-          infoLink: "",
-        }],
-      }),
+      JSON.stringify(failure.toEnvelope(opts.infoLink)),
       {
-        status: 500,
+        status: failure.status,
         headers: { "content-type": "application/json", [INTUIT_TID]: crypto.randomUUID() },
       },
     );
