@@ -207,15 +207,6 @@ export async function readPemFile(path: string, kind: PemKind): Promise<FileText
 }
 
 /**
- * Checks one TLS file: `null` when it is a readable regular file holding the
- * right kind of PEM block, else the problem.
- */
-export function checkPemFile(path: string, kind: PemKind): string | null {
-  const read = readPemFileSync(path, kind);
-  return read.ok ? null : read.problem;
-}
-
-/**
  * The validity period of the first certificate of a PEM text, or `null` when
  * it cannot be parsed as X.509 (the listener's own check then reports it).
  */

@@ -63,11 +63,6 @@ export function decodeVarintBig(
   return { value, length };
 }
 
-/** The total size (1, 2, 4 or 8) of a varint, read from its first byte alone. */
-export function varintLengthFromFirstByte(first: number): number {
-  return 1 << (first >> 6);
-}
-
 function checkValue(value: number | bigint): void {
   if (typeof value === "bigint") {
     if (value < 0n || value > VARINT_MAX) throw new RangeError(`varint out of range: ${value}`);

@@ -77,17 +77,6 @@ export function latin1(bytes: Uint8Array, start: number, end: number, cacheable 
   return s;
 }
 
-/** Byte string to bytes; a char above 0xff is a TypeError (like Fetch's ByteString). */
-export function latin1Bytes(s: string): Uint8Array {
-  const out = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c > 0xff) throw new TypeError(`character U+${c.toString(16)} is not a byte`);
-    out[i] = c;
-  }
-  return out;
-}
-
 /** How to choose Huffman coding for a string literal: always, never, or when shorter. */
 export type HuffmanChoice = boolean | "auto";
 

@@ -9,4 +9,4 @@
 
 export * from "./huffman.ts";
 export * from "./prefix_int.ts";
-export { ByteWriter, type HuffmanChoice, latin1, latin1Bytes } from "./bytes.ts";
+export { ByteWriter, type HuffmanChoice, latin1 } from "./bytes.ts";

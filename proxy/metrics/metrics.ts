@@ -89,13 +89,6 @@ export class CounterSet {
   }
 }
 
-/** How a request ended, for counting. */
-export type Outcome =
-  | { kind: "success" } // 2xx
-  | { kind: "error_response" } // a non-2xx answer
-  | { kind: "backend_timeout" }
-  | { kind: "backend_error" };
-
 /**
  * The proxy's metrics.
  *

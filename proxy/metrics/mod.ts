@@ -19,7 +19,6 @@ export {
   COUNTER_NAMES,
   type CounterName,
   CounterSet,
-  type Outcome,
   ProxyMetrics,
   STATUS_CLASSES,
   type StatusClass,
