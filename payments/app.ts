@@ -20,7 +20,7 @@ import { Hono } from "hono";
 import { Health } from "../shared/payments_schemas.ts";
 import { bearerChecker } from "../shared/bearer.ts";
 import { DOCS_HTML } from "./docs_page.ts";
-import { type Cidr, parseCidrs } from "./client_address.ts";
+import { trustedPeers } from "./client_address.ts";
 import { INFO_LINK, PaymentsError } from "./domain/errors.ts";
 import { createIdGenerator, type IdGenerator } from "./domain/ids.ts";
 import { bankAccountEndpoints } from "./routes/bank_accounts.ts";
@@ -234,7 +234,7 @@ export function createApp(deps: PaymentsDeps): Hono {
   const basePaths = basePathsOf(deps.basePaths);
   const infoLink = deps.infoLink ?? INFO_LINK;
   const corsOrigins = deps.corsOrigins ?? DEFAULT_CORS_ORIGINS;
-  const trustedProxies: Cidr[] = parseCidrs(deps.trustedProxies ?? []);
+  const trustedProxies = trustedPeers(deps.trustedProxies ?? []);
   const tokenPaths = new Set(basePaths.map((b) => `${b}/payments/tokens`));
   const newTid = deps.intuitTid ?? (() => crypto.randomUUID());
   let openapiJson: string | undefined;

@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
 import { VERSION } from "../shared/version.ts";
 import { DEFAULT_BASE_PATHS, KV_CONNECT_MAX_CHECKS } from "./app.ts";
-import { parseCidr } from "./client_address.ts";
+import { parseCidr } from "../shared/cidr.ts";
 import { INFO_LINK } from "./domain/errors.ts";
 import { DEFAULT_CONNECTION_LIMITS } from "../shared/serve_connections.ts";
 import { startPaymentsServer } from "./server.ts";
@@ -228,10 +228,11 @@ async function main(): Promise<number> {
     return 2;
   }
   for (const cidr of values["trusted-proxy"] ?? []) {
-    try {
-      parseCidr(cidr);
-    } catch {
-      console.error(`--trusted-proxy must be a CIDR block such as 10.0.0.0/8, got ${cidr}`);
+    const problem = parseCidr(cidr);
+    if (typeof problem === "string") {
+      console.error(
+        `--trusted-proxy must be a CIDR block such as 10.0.0.0/8, got ${cidr} (${problem})`,
+      );
       return 2;
     }
   }

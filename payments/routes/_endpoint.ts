@@ -11,7 +11,7 @@ import { readUpTo } from "../../shared/bytes.ts";
 import { deadline } from "../../shared/deadline.ts";
 import { ErrorEnvelope } from "../../shared/payments_schemas.ts";
 import { PaymentsError } from "../domain/errors.ts";
-import { type Cidr, rateLimitAddress } from "../client_address.ts";
+import { rateLimitAddress, type TrustedPeers } from "../client_address.ts";
 import { clientKey, type RateLimiter } from "../rate_limit.ts";
 import type { PaymentsService } from "../service.ts";
 import type { Reply } from "../store/reply.ts";
@@ -171,7 +171,7 @@ export interface MountOptions {
    * Proxies whose forwarded client address the rate limit counts instead of
    * theirs (see {@link rateLimitAddress}); none by default.
    */
-  trustedProxies?: readonly Cidr[];
+  trustedProxies?: TrustedPeers;
 }
 
 /** The TCP peer's address as the HTTP server saw it (`Deno.serve` passes it as Hono's env). */
@@ -197,7 +197,7 @@ export function mount(
   const app = new Hono({ strict: false });
   const bodyTimeoutMs = options.bodyTimeoutMs ?? BODY_TIMEOUT_MS;
   const limiter = options.rateLimiter;
-  const trusted = options.trustedProxies ?? [];
+  const trusted = options.trustedProxies ?? (() => false);
   for (const ep of endpoints) {
     const params = [...ep.route.path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
     app.on(
