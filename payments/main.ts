@@ -286,11 +286,13 @@ async function main(): Promise<number> {
         `idle timeout ${idleTimeoutMs} ms`,
     );
   }
-  console.log(`Listening on ${server.url}`);
+  // Signals are handled before the line a supervisor waits for: a SIGTERM sent
+  // right after it drains instead of killing the process.
   const done = Promise.withResolvers<void>();
   const stop = () => done.resolve();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
+  console.log(`Listening on ${server.url}`);
   await done.promise;
   await server.shutdown();
   return 0;
