@@ -1,11 +1,14 @@
 /**
- * Public API of the project's packages.
+ * Public API of the project's packages, each symbol exported once.
  *
- * - HTTP/3 codec (sans-IO): frames, SETTINGS, QPACK, message validation.
  * - Proxy: configuration loading, the HTTP/3 server, the proxy application,
- *   routing, load balancing, health checking, metrics.
- * - Payments: the Hono application and its server.
+ *   the upstream transport's types, routing, metrics.
+ * - Payments (`payments`): the Hono application and its server.
  * - Shared: logging setup, dev certificates, version.
+ *
+ * The proxy's inner packages have their own entry points, with the rest of
+ * their surface: `proxy/h3/mod.ts` (the sans-IO HTTP/3 codec and QPACK),
+ * `proxy/upstream/mod.ts`, `proxy/balancer/mod.ts`, `proxy/health/mod.ts`.
  *
  * @example
  * ```ts
@@ -18,7 +21,6 @@
  * @module
  */
 
-export * as h3 from "./proxy/h3/mod.ts";
 export type { RequestHead } from "./proxy/h3/mod.ts";
 export * from "./proxy/config/mod.ts";
 export {
@@ -28,7 +30,6 @@ export {
   PoolState,
   type ProxyAppDeps,
 } from "./proxy/mod.ts";
-export * as upstream from "./proxy/upstream/mod.ts";
 export {
   UpstreamError,
   type UpstreamFailureKind,
@@ -62,9 +63,6 @@ export type {
   SendStream,
 } from "./proxy/quic/transport.ts";
 export { checkRequestTarget, Router } from "./proxy/router/mod.ts";
-export * as balancer from "./proxy/balancer/mod.ts";
-export type { BackendRef } from "./proxy/balancer/mod.ts";
-export * as health from "./proxy/health/mod.ts";
 export {
   COUNTER_NAMES,
   type CounterName,
