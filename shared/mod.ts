@@ -1,6 +1,6 @@
 /**
  * Pieces used by both the proxy and the payments API: logging setup, byte
- * helpers, deadlines, constant-time comparison, statistics for the
+ * helpers, deadlines, the bearer-token check, constant-time comparison, statistics for the
  * benchmarks, the product version, and the development certificates
  * (`certs/`). The payments wire schemas (`payments_schemas.ts`) are imported
  * directly by the payments API and its clients.
@@ -18,6 +18,7 @@
  * @module
  */
 
+export { bearerChecker, bearerToken } from "./bearer.ts";
 export { concatBytes, readUpTo } from "./bytes.ts";
 export { constantTimeEqual } from "./constant_time.ts";
 export { deadline, type IdleWatch, idleWatch, settledWithin } from "./deadline.ts";
