@@ -24,7 +24,6 @@ export const DEFAULT_HASH_KEY = "path";
 /** Key used when `load_balancing.key` is not given ({@link DEFAULT_HASH_KEY}). */
 export const DEFAULT_HASH_KEY_SOURCE: HashKeySource = Object.freeze({ source: "path" });
 
-
 /** What {@link parseHashKey} accepts, for error messages. */
 export const HASH_KEY_FORMS = "header:<name>, cookie:<name>, query:<name> or path";
 
