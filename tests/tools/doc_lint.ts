@@ -84,7 +84,11 @@ async function trackedEntries(root: string): Promise<string[]> {
     .filter((f) => f !== "" && !f.startsWith("tests/"));
 }
 
-async function lintEntry(root: string, entry: string): Promise<{ ok: boolean; output: string }> {
+/** Runs `deno doc --lint` on one entry (relative to `root`), without colours. */
+export async function lintEntry(
+  root: string,
+  entry: string,
+): Promise<{ ok: boolean; output: string }> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: ["doc", "--lint", entry],
     cwd: root,
