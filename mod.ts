@@ -48,6 +48,8 @@ export {
   type IncomingRequest,
   type ListenerKind,
   type OutgoingResponse,
+  RequestEnd,
+  type RequestEndKind,
   type RequestFailure,
   type RequestHandler,
   type RequestRecord,

@@ -33,6 +33,7 @@ import { getLogger } from "@logtape/logtape";
 import type { BackendRef } from "../balancer/mod.ts";
 import type { ProxyMetrics } from "../metrics/metrics.ts";
 import { errorResponse } from "../server/error_response.ts";
+import { requestEnd } from "../server/request_end.ts";
 import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
 import {
   outcomeOfError,
@@ -144,7 +145,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           signal: req.signal,
         });
       } catch (err) {
-        const outcome = outcomeOfError(err, req.signal.aborted);
+        const outcome = outcomeOfError(err, requestEnd(req.signal));
         const rule = OUTCOMES[outcome];
         const cause = describeError(err);
         const retry = (rule.retry === "next" && i < attempts.length - 1) ||

@@ -26,6 +26,7 @@ import {
 } from "../h3/mod.ts";
 import { settledWithin } from "../../shared/deadline.ts";
 import type { BidiStream, PeerAddr, QuicConnection, ReceiveStream } from "../quic/transport.ts";
+import { RequestEnd, type RequestEndKind } from "./request_end.ts";
 import { serveRequest, type StreamContext } from "./request_stream.ts";
 import { StreamShare } from "./stream_share.ts";
 import type { ConnectionOptions } from "./types.ts";
@@ -148,10 +149,14 @@ export class H3Connection implements StreamContext {
     this.close(H3Code.NO_ERROR, "shutting down");
   }
 
-  /** Closes the connection at once with an HTTP/3 error code; every request is aborted. */
-  close(code: number, reason: string): void {
+  /**
+   * Closes the connection at once with an HTTP/3 error code; every request
+   * is aborted, ending as `end` says (`shutdown` when the proxy's drain is
+   * over; see `request_end.ts`).
+   */
+  close(code: number, reason: string, end: RequestEndKind = "connection_closed"): void {
     if (this.#closed) return;
-    this.#onClosed(code, reason);
+    this.#onClosed(code, reason, end);
     try {
       this.#conn.close({ closeCode: code, reason });
     } catch {
@@ -159,11 +164,11 @@ export class H3Connection implements StreamContext {
     }
   }
 
-  #onClosed(code: number, reason: string): void {
+  #onClosed(code: number, reason: string, end: RequestEndKind = "connection_closed"): void {
     if (this.#closed) return;
     this.#closed = true;
     log.trace("connection closed: {code} {reason}", { code, reason });
-    const gone = new Error(`connection closed: ${reason}`);
+    const gone = new RequestEnd(end, { cause: `connection closed: ${reason}` });
     this.#share.close();
     for (const abort of this.#inflight.values()) abort.abort(gone);
     for (const waiter of this.#blocked.values()) {

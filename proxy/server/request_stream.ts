@@ -46,6 +46,7 @@ import {
 } from "./body_io.ts";
 import { cancelProbe } from "./cancel_probe.ts";
 import { errorResponse } from "./error_response.ts";
+import { RequestEnd } from "./request_end.ts";
 import type { ConnectionOptions, IncomingRequest, OutgoingResponse } from "./types.ts";
 
 const log = getLogger(["proxy", "server"]);
@@ -101,9 +102,11 @@ function dump(streamId: number, bytes: Uint8Array): void {
 }
 
 /**
- * Serves one request stream to its end. `abort` is the request's: the
- * connection aborts it when it closes, and it is aborted here when the
- * client stops reading. Rejects only with a connection-level {@link H3Error}.
+ * Serves one request stream to its end. `abort` is the request's one end
+ * signal, always aborted with a {@link RequestEnd}: by the connection when
+ * it closes, and here when the client stops reading (`client_gone`), when
+ * its body fails (`client_body_failed`) or when it takes no response data
+ * (`write_stalled`). Rejects only with a connection-level {@link H3Error}.
  */
 export async function serveRequest(
   stream: BidiStream,
@@ -125,7 +128,7 @@ export async function serveRequest(
     if (trace) {
       log.trace("stream {id}: send side closed: {error}", { id: streamId, error: String(err) });
     }
-    abort.abort(new Error("client stopped reading"));
+    abort.abort(new RequestEnd("client_gone", { cause: err }));
   });
 
   const idleMs = opts.requestIdleTimeoutMs ?? 30_000;
@@ -169,7 +172,6 @@ export async function serveRequest(
 
   let response: OutgoingResponse;
   let head: RequestHead | undefined;
-  const bodyFailure: { error?: unknown } = {};
   try {
     const first = await nextEvent();
     if (first.type !== "headers") {
@@ -193,7 +195,7 @@ export async function serveRequest(
       }
       const body = ended
         ? null
-        : requestBody(nextEvent, decode, declared, opts.maxRequestBodyBytes, bodyFailure, abort);
+        : requestBody(nextEvent, decode, declared, opts.maxRequestBodyBytes, abort);
       const req: IncomingRequest = {
         head,
         body,
@@ -211,7 +213,7 @@ export async function serveRequest(
         response = await opts.handler(req);
       } catch (err) {
         // A failure of the client's own body is reported below, not as a bug.
-        if (bodyFailure.error === undefined) {
+        if (bodyFailed(abort.signal) === undefined) {
           log.error("handler failed: {error}", { error: String(err) });
         }
         response = errorResponse(500, "internal_error", "internal proxy error");
@@ -219,7 +221,8 @@ export async function serveRequest(
         probe.stop();
       }
       // A failure of the client's own body outranks what the backend said.
-      if (bodyFailure.error !== undefined) throw bodyFailure.error;
+      const failed = bodyFailed(abort.signal);
+      if (failed !== undefined) throw failed.cause;
     }
   } catch (err) {
     if (err instanceof RequestBodyTooLarge) {
@@ -255,14 +258,7 @@ export async function serveRequest(
   }
 
   if (trace) log.trace("stream {id}: response {status}", { id: streamId, status: response.status });
-  const written = await writeResponse(
-    ctx,
-    writer,
-    response,
-    head?.method ?? "",
-    abort.signal,
-    idleMs,
-  );
+  const written = await writeResponse(ctx, writer, response, head?.method ?? "", abort, idleMs);
   // Whatever of the request the application did not read (a body it did not
   // want, a GET's late FIN or stray DATA) is not wanted: stop receiving it.
   if (!readDone) reader.cancel().catch(() => {});
@@ -299,6 +295,12 @@ function finish(
   });
 }
 
+/** The end of a request whose own body failed, or `undefined`. */
+function bodyFailed(signal: AbortSignal): RequestEnd | undefined {
+  const end = signal.reason;
+  return end instanceof RequestEnd && end.kind === "client_body_failed" ? end : undefined;
+}
+
 function abandon(
   reader: { cancel(reason?: unknown): Promise<void> },
   writer: WritableStreamDefaultWriter<Uint8Array>,
@@ -313,7 +315,6 @@ function requestBody(
   decode: (block: Uint8Array) => Array<[string, string]> | Promise<Array<[string, string]>>,
   declared: number | undefined,
   limit: number,
-  failure: { error?: unknown },
   abort: AbortController,
 ): ReadableStream<Uint8Array> {
   const tracker = new BodyLengthTracker(declared);
@@ -344,10 +345,9 @@ function requestBody(
       try {
         await pullOnce(controller);
       } catch (err) {
-        failure.error ??= err;
-        // The client broke its own body: abort the request first, so the
+        // The client broke its own body: end the request first, so the
         // application sees a client failure and does not blame the backend.
-        abort.abort(err);
+        abort.abort(new RequestEnd("client_body_failed", { cause: err }));
         throw err;
       }
     },
@@ -360,7 +360,7 @@ async function writeResponse(
   writer: WritableStreamDefaultWriter<Uint8Array>,
   res: OutgoingResponse,
   method: string,
-  signal: AbortSignal,
+  abort: AbortController,
   idleMs: number,
 ): Promise<{ bytes: number; outcome: "complete" | "broken" | "aborted" }> {
   const fields: Array<[string, string]> = [[":status", String(res.status)]];
@@ -392,7 +392,7 @@ async function writeResponse(
       const probe = cancelProbe.watch(writer, true);
       let outcome;
       try {
-        outcome = await pipeBody(writer, body, signal, idleMs, probe);
+        outcome = await pipeBody(writer, body, abort.signal, idleMs, probe);
       } finally {
         probe.stop();
       }
@@ -403,6 +403,7 @@ async function writeResponse(
         // that reads again rejects the response; one that never does has
         // the stream dropped after another idleMs (Deno then sends a FIN).
         log.debug("response cut: {error}", { error: outcome.error.message });
+        abort.abort(new RequestEnd("write_stalled", { cause: outcome.error }));
         const trailer = encodeFrame(FrameType.HEADERS, ctx.encodeSection([[":status", "502"]]));
         const ended = writer.write(trailer).then(() => writer.close());
         deadline(ended, idleMs, () => outcome.error).catch(() => writer.abort().catch(() => {}));
@@ -421,8 +422,11 @@ async function writeResponse(
     }
     await writer.close();
     return { bytes, outcome: "complete" };
-  } catch {
-    // The client went away: nothing more to send.
+  } catch (err) {
+    // The client went away, or took nothing for idleMs: nothing more to send.
+    if (err instanceof ResponseWriteStall) {
+      abort.abort(new RequestEnd("write_stalled", { cause: err }));
+    }
     writer.abort().catch(() => {});
     return { bytes, outcome: "aborted" };
   }

@@ -146,9 +146,10 @@ export class H3Server {
         ms: drainMs,
         count: this.#connections.size,
       });
-      // Closing aborts every request on the connection: backend exchanges
-      // are cancelled and bodies being streamed are cut.
-      for (const c of this.#connections.keys()) c.close(H3Code.NO_ERROR, "shutdown");
+      // Closing aborts every request on the connection (they end as
+      // `shutdown`): backend exchanges are cancelled and bodies being
+      // streamed are cut.
+      for (const c of this.#connections.keys()) c.close(H3Code.NO_ERROR, "shutdown", "shutdown");
     }
     this.#transport.close({ closeCode: H3Code.NO_ERROR, reason: "shutdown" });
     const rest = Promise.allSettled([this.#acceptLoop, ...this.#connections.values()]);

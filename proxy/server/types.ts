@@ -19,7 +19,13 @@ export interface IncomingRequest {
   readonly body: ReadableStream<Uint8Array> | null;
   /** The client's UDP address. */
   readonly remote: PeerAddr;
-  /** Aborted when the client goes away or the connection closes. */
+  /**
+   * The request's one end signal: aborted when the request ends before its
+   * answer is done (the client went away, its body failed, its connection
+   * closed, the proxy shut down), its `reason` a `RequestEnd` saying which
+   * (`request_end.ts`; on the TCP fallback, `Deno.serve`'s own signal: any
+   * reason there means the client went away).
+   */
   readonly signal: AbortSignal;
   /**
    * Counts this request against `key` (its pool) for its connection until

@@ -18,6 +18,7 @@ import { containNodeHttp2Errors } from "./contain_http2.ts";
 import { responseHasNoBody } from "../h3/fields.ts";
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import {
+  abortedError,
   UpstreamError,
   type UpstreamFailureKind,
   type UpstreamRequest,
@@ -167,7 +168,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     if (closed) return Promise.reject(new UpstreamError("aborted", "upstream transport closed"));
     if (req.signal?.aborted) {
       return Promise.reject(
-        new UpstreamError("aborted", "client went away", { cause: req.signal.reason }),
+        abortedError(req.signal),
       );
     }
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
@@ -213,8 +214,7 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
       fail(
         new UpstreamError("timeout", `backend did not answer within ${req.timeoutMs} ms`),
       ));
-    const onAbort = () =>
-      fail(new UpstreamError("aborted", "client went away", { cause: req.signal?.reason }));
+    const onAbort = () => fail(abortedError(req.signal!));
     req.signal?.addEventListener("abort", onAbort, { once: true });
 
     let head: { status: number; headers: Array<[string, string]> } | null = null;

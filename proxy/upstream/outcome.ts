@@ -24,10 +24,11 @@
  *
  * @example
  * ```ts
+ * import { requestEnd } from "../server/request_end.ts";
  * declare const err: unknown;
- * declare const req: Request;
+ * declare const signal: AbortSignal; // the client's request's
  *
- * const outcome = outcomeOfError(err, req.signal.aborted); // e.g. "timeout"
+ * const outcome = outcomeOfError(err, requestEnd(signal)); // e.g. "timeout"
  * OUTCOMES[outcome].status; // 503
  * OUTCOMES[outcome].health; // "timeout": counts against the backend
  * ```
@@ -35,6 +36,7 @@
  * @module
  */
 
+import type { RequestEndKind } from "../server/request_end.ts";
 import type { RequestFailure } from "../server/types.ts";
 import { UpstreamError } from "./transport.ts";
 
@@ -62,7 +64,7 @@ export type UpstreamOutcome =
   | "local"
   /** The proxy itself failed (a bug). */
   | "internal"
-  /** The upstream transport was closed under the request (the proxy is shutting down). */
+  /** The proxy is shutting down: it closed the upstream transport or the client's connection under the request. */
   | "shutdown"
   /** No backend of the pool could be picked. */
   | "no_candidate";
@@ -161,12 +163,23 @@ export function outcomeOfStatus(status: number): UpstreamOutcome {
 }
 
 /**
- * The outcome of a failed exchange. A client that left outranks whatever
- * the transport says (its cancel is what the transport saw); an error that
- * is not an {@link UpstreamError} is the proxy's own bug.
+ * The outcome of a request that ended early (its signal's
+ * `RequestEnd`): the proxy shutting down is `shutdown`; every other end
+ * (the client gone, its body failed, its connection closed, it took no
+ * response data) is the client's doing, `client_gone`.
  */
-export function outcomeOfError(err: unknown, clientGone: boolean): UpstreamOutcome {
-  if (clientGone) return "client_gone";
+export function outcomeOfEnd(end: RequestEndKind): UpstreamOutcome {
+  return end === "shutdown" ? "shutdown" : "client_gone";
+}
+
+/**
+ * The outcome of a failed exchange. How the request ended (`end`, from
+ * its signal) outranks whatever the transport says (its cancel is what
+ * the transport saw); an error that is not an {@link UpstreamError} is the
+ * proxy's own bug.
+ */
+export function outcomeOfError(err: unknown, end: RequestEndKind | undefined): UpstreamOutcome {
+  if (end !== undefined) return outcomeOfEnd(end);
   if (!(err instanceof UpstreamError)) return "internal";
   switch (err.kind) {
     case "connect":

@@ -9,6 +9,8 @@
  * @module
  */
 
+import { requestEndMessage } from "../server/request_end.ts";
+
 /** One request to one backend, as the transport must send it: nothing added, nothing dropped. */
 export interface UpstreamRequest {
   /** The backend's `host:port` (h2c, prior knowledge, unless `tls`). */
@@ -36,9 +38,11 @@ export interface UpstreamRequest {
    */
   readonly timeoutMs: number;
   /**
-   * Aborted when the client goes away: the exchange is cancelled (RST_STREAM
-   * CANCEL). Before the response head it rejects with kind `aborted`; after
-   * it, the response body stream errors with kind `aborted`.
+   * Aborted when the request ends early, its `reason` a `RequestEnd`
+   * (`server/request_end.ts`: the client went away, its body failed, its
+   * connection closed, the proxy shut down): the exchange is cancelled
+   * (RST_STREAM CANCEL). Before the response head it rejects with
+   * {@link abortedError}; after it, the response body stream errors with it.
    */
   readonly signal?: AbortSignal;
 }
@@ -91,6 +95,15 @@ export class UpstreamError extends Error {
     return this.kind === "connect" || this.kind === "reset" || this.kind === "protocol" ||
       this.kind === "timeout";
   }
+}
+
+/**
+ * The failure of an exchange whose request ended early: kind `aborted`,
+ * the message saying how it ended (`client went away`, `client request
+ * body failed`, …), the signal's `RequestEnd` as the cause.
+ */
+export function abortedError(signal: AbortSignal): UpstreamError {
+  return new UpstreamError("aborted", requestEndMessage(signal), { cause: signal.reason });
 }
 
 /** Carries exchanges to backends; keeps one pooled HTTP/2 connection per backend address. */

@@ -34,6 +34,7 @@ import {
   reviveError,
 } from "./_worker_channel.ts";
 import {
+  abortedError,
   UpstreamError,
   type UpstreamRequest,
   type UpstreamResponse,
@@ -200,7 +201,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     }
     if (closed) throw new UpstreamError("aborted", "upstream transport closed");
     if (req.signal?.aborted) {
-      throw new UpstreamError("aborted", "client went away", { cause: req.signal.reason });
+      throw abortedError(req.signal);
     }
     throw new UpstreamError("worker", `no upstream worker running after ${waitMs} ms`);
   };
@@ -267,7 +268,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     const signal = req.signal;
     if (signal?.aborted) {
       return Promise.reject(
-        new UpstreamError("aborted", "client went away", { cause: signal.reason }),
+        abortedError(signal),
       );
     }
     const slot = slotFor(req.address);
@@ -319,7 +320,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       p.onAbort = () => {
         if (slot.pending.get(id) !== p) return;
         slot.out.send({ t: "abort", id });
-        fail(p, new UpstreamError("aborted", "client went away", { cause: signal.reason }));
+        fail(p, abortedError(signal));
       };
       signal.addEventListener("abort", p.onAbort, { once: true });
     }
