@@ -37,6 +37,7 @@
  */
 
 import type { RequestEndKind } from "../server/request_end.ts";
+import type { PassiveFailureKind } from "../health/passive.ts";
 import type { RequestFailure } from "../server/types.ts";
 import { UpstreamError } from "./transport.ts";
 
@@ -69,15 +70,12 @@ export type UpstreamOutcome =
   /** No backend of the pool could be picked. */
   | "no_candidate";
 
-/** What passive health is told: `null` when the outcome says nothing about the backend. */
-export type HealthReport =
-  | "success"
-  | "connect"
-  | "reset"
-  | "protocol"
-  | "invalid_response"
-  | "timeout"
-  | "5xx";
+/**
+ * What passive health is told: a success, or the kind of failure it counts
+ * ({@link PassiveFailureKind}). `null` in a rule when the outcome says nothing
+ * about the backend.
+ */
+export type HealthReport = "success" | PassiveFailureKind;
 
 /** How an outcome is answered and counted. */
 export interface OutcomeRule {
