@@ -34,6 +34,8 @@ export type Msg =
     headers: string[];
     /** Whole bytes, `true` for a body streamed in `data` messages, or none. */
     body: ArrayBuffer | true | null;
+    /** A whole body's trailers, flat (a streamed body's come with its `end`). */
+    trailers?: string[];
     timeoutMs: number;
   }
   | { t: "abort"; id: number }
@@ -47,12 +49,16 @@ export type Msg =
     headers: string[];
     /** Whole bytes, `true` for a body streamed in `data` messages, or none. */
     body: ArrayBuffer | true | null;
+    /** A whole body's trailers, flat (a streamed body's come with its `end`). */
+    trailers?: string[];
   }
-  | { t: "fail"; id: number; kind: UpstreamFailureKind; message: string }
+  /** `kind` `null`: not an {@link UpstreamError} (a bug in the worker: outcome `internal`). */
+  | { t: "fail"; id: number; kind: UpstreamFailureKind | null; message: string }
   | { t: "closed" }
   // body streams, both directions (request body main → worker, response body worker → main)
   | { t: "data"; id: number; buf: ArrayBuffer }
-  | { t: "end"; id: number }
+  /** The body ended; `trailers` (flat): the trailer section that followed it, if any. */
+  | { t: "end"; id: number; trailers?: string[] }
   | { t: "error"; id: number; kind: UpstreamFailureKind | null; message: string }
   | { t: "credit"; id: number; n: number }
   | { t: "cancel"; id: number };
@@ -125,10 +131,17 @@ export function reviveError(kind: UpstreamFailureKind | null, message: string): 
   return kind === null ? new Error(message) : new UpstreamError(kind, message);
 }
 
+/** The `fail` message of exchange `id` for `err` (kind `null` for an error that is not an {@link UpstreamError}). */
+export function failMessage(id: number, err: unknown): Msg {
+  const kind = err instanceof UpstreamError ? err.kind : null;
+  return { t: "fail", id, kind, message: (err as Error)?.message ?? String(err) };
+}
+
 /**
  * Sends a body stream as `data` messages, never more than {@link WINDOW}
  * bytes ahead of the receiver's credit. `done` runs once when the body
- * ended, failed or was cancelled.
+ * ended, failed or was cancelled; `trailers`, if given, is asked once the
+ * body ended, and what it returns goes with the `end` message.
  */
 export class BodySender {
   #outstanding = 0;
@@ -140,6 +153,7 @@ export class BodySender {
     private readonly out: Outbox,
     private readonly id: number,
     private readonly done: () => void,
+    private readonly trailers?: () => ReadonlyArray<readonly [string, string]> | null | undefined,
   ) {}
 
   /** Pumps `body` until it ends, fails or {@link cancel} is called. */
@@ -154,7 +168,12 @@ export class BodySender {
         const r = await reader.read();
         if (this.#stopped) return;
         if (r.done) {
-          this.out.send({ t: "end", id: this.id });
+          const trailers = this.trailers?.();
+          this.out.send(
+            trailers == null
+              ? { t: "end", id: this.id }
+              : { t: "end", id: this.id, trailers: flatFields(trailers) },
+          );
           return;
         }
         if (r.value.byteLength === 0) continue;
@@ -199,6 +218,8 @@ export class BodyReceiver {
   #finished = false;
   #ctrl!: ReadableStreamDefaultController<Uint8Array>;
   #wake: (() => void) | null = null;
+  /** The trailers that came with `end`, flat, if any. */
+  trailers: string[] | undefined = undefined;
   /** The body as the consumer sees it. */
   readonly stream: ReadableStream<Uint8Array>;
 
@@ -253,10 +274,11 @@ export class BodyReceiver {
     wake();
   }
 
-  /** The body ended. */
-  end(): void {
+  /** The body ended, followed by `trailers` (flat), if any. */
+  end(trailers?: string[]): void {
     if (this.#finished) return;
     this.#ended = true;
+    this.trailers = trailers;
     if (this.#wake !== null && this.#queue.length === 0) this.#close();
   }
 

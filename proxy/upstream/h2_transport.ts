@@ -38,6 +38,7 @@ import { H2Code, h2CodeName } from "../h2/errors.ts";
 import { responseHasNoBody } from "../h3/fields.ts";
 import {
   abortedError,
+  type Trailers,
   UpstreamError,
   type UpstreamFailureKind,
   type UpstreamRequest,
@@ -167,10 +168,16 @@ class Exchange {
   controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   /** Body bytes delivered and not yet credited back to the backend. */
   owed = 0;
+  /** The backend's trailers, when they came before the response was handed over. */
+  trailers: Array<[string, string]> | undefined = undefined;
+  /** The response handed over (a streamed body's trailers are set on it). */
+  response: UpstreamResponse | null = null;
   // Request side.
   /** The whole body still to send (Uint8Array bodies), or a chunk of a streamed one. */
   pending: Uint8Array | null = null;
   pendingEnd = false;
+  /** The client's trailers, sent after the last body byte (asked once the body ended). */
+  trailersOut: Trailers | null = null;
   reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   /** A streamed body has been read from: it cannot be replayed. */
   bodyTouched = false;
@@ -707,6 +714,7 @@ class H2Transport implements UpstreamTransport {
     if (body instanceof Uint8Array) {
       x.pending = body;
       x.pendingEnd = true;
+      x.trailersOut = x.req.trailers?.() ?? null;
       await this.#sendPendingAll(x);
       return this.#maybeDone(x);
     }
@@ -725,6 +733,7 @@ class H2Transport implements UpstreamTransport {
         if (!s.codec.hasStream(x.stream)) return;
         x.pending = r.done ? new Uint8Array(0) : r.value;
         x.pendingEnd = r.done;
+        if (r.done) x.trailersOut = x.req.trailers?.() ?? null;
         await this.#sendPendingAll(x);
         if (r.done || x.state !== "open") return this.#maybeDone(x);
         await s.drained();
@@ -762,13 +771,17 @@ class H2Transport implements UpstreamTransport {
       return true;
     }
     const data = x.pending!;
-    const n = s.codec.sendData(x.stream, data, x.pendingEnd);
+    const trailers = x.pendingEnd ? x.trailersOut : null;
+    const n = s.codec.sendData(x.stream, data, x.pendingEnd && trailers === null);
     if (n > 0) x.watch?.touch();
-    s.flush();
     if (n === data.length) {
+      // The trailers end the stream (RFC 9113 §8.1).
+      if (trailers !== null) s.codec.sendTrailers(x.stream, trailers);
+      s.flush();
       x.pending = null;
       return true;
     }
+    s.flush();
     x.pending = data.subarray(n);
     return false;
   }
@@ -863,7 +876,10 @@ class H2Transport implements UpstreamTransport {
       }
       return;
     }
-    // Trailers end the response (not exposed: the interface has no place for them).
+    // Trailers end the response: with the head when it is not handed over
+    // yet, else on the handed response before its body closes.
+    if (x.response !== null) x.response.trailers = ev.headers;
+    else x.trailers = ev.headers;
     if (x.collected !== null) {
       const parts = x.collected;
       x.collected = null;
@@ -958,7 +974,10 @@ class H2Transport implements UpstreamTransport {
       x.watch?.cancel();
       x.watch = null;
     }
-    x.resolve({ status: x.status, headers: x.headers, body });
+    const res: UpstreamResponse = { status: x.status, headers: x.headers, body };
+    if (x.trailers !== undefined) res.trailers = x.trailers;
+    if (body instanceof ReadableStream) x.response = res;
+    x.resolve(res);
   }
 
   /** The exchange is over: drop its listeners. */

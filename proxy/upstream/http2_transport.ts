@@ -89,7 +89,15 @@ function requestHeaders(req: UpstreamRequest): http2.OutgoingHttpHeaders {
     ":path": req.path,
   };
   if (req.authority !== undefined) out[":authority"] = req.authority;
-  for (const [name, value] of req.headers) {
+  return addFields(out, req.headers);
+}
+
+/** Adds `fields` to a node header object, repeated names as arrays. */
+function addFields(
+  out: http2.OutgoingHttpHeaders,
+  fields: ReadonlyArray<readonly [string, string]>,
+): http2.OutgoingHttpHeaders {
+  for (const [name, value] of fields) {
     const prior = out[name];
     if (prior === undefined) out[name] = value;
     else if (Array.isArray(prior)) prior.push(value);
@@ -177,7 +185,17 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     const address = req.address;
     try {
       pooled = session(req.address);
-      stream = pooled.session.request(requestHeaders(req), { endStream: req.body === null });
+      // A body that may be followed by trailers: node waits for them
+      // ("wantTrailers"); none sends an empty END_STREAM instead.
+      const waitForTrailers = req.body !== null && req.trailers !== undefined;
+      stream = pooled.session.request(requestHeaders(req), {
+        endStream: req.body === null,
+        waitForTrailers,
+      });
+      if (waitForTrailers) {
+        const s = stream;
+        s.once("wantTrailers", () => s.sendTrailers(addFields({}, req.trailers!() ?? [])));
+      }
       if (pooled.active++ === 0 && pooled.idle !== null) {
         pooled.idle.cancel();
         pooled.idle = null;
@@ -223,10 +241,22 @@ export function createHttp2Transport(opts: Http2TransportOptions = {}): Upstream
     let early: Uint8Array[] | null = [];
     let earlyEnd = false;
     let declaredLength = -1;
+    // The backend's trailers: with the head when they came first, else set
+    // on the handed response before its body closes ("trailers" precedes "end").
+    let trailers: Array<[string, string]> | undefined;
+    let handed: UpstreamResponse | null = null;
+    stream.on("trailers", (h: http2.IncomingHttpHeaders) => {
+      const t = responseFields(h);
+      if (handed !== null) handed.trailers = t;
+      else trailers = t;
+    });
     const settledWhole = (body: Uint8Array | ReadableStream<Uint8Array> | null) => {
       if (settled || head === null) return;
       settled = true;
-      resolve({ status: head.status, headers: head.headers, body });
+      const res: UpstreamResponse = { status: head.status, headers: head.headers, body };
+      if (trailers !== undefined) res.trailers = trailers;
+      if (body instanceof ReadableStream) handed = res;
+      resolve(res);
     };
     // The head (and a whole body) is in: the timeout is done. The abort
     // listener stays until the stream closes: a client that leaves while the

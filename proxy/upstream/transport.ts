@@ -32,6 +32,13 @@ export interface UpstreamRequest {
   /** The body: bytes sent whole, a stream sent with backpressure, or none (END_STREAM with HEADERS). */
   readonly body: Uint8Array | ReadableStream<Uint8Array> | null;
   /**
+   * The client's trailer section (RFC 9110 §6.5), asked once the body has
+   * been read to its end: sent after it as a trailing HEADERS with
+   * END_STREAM. Absent, or `null` when asked: none (the common case costs
+   * nothing).
+   */
+  readonly trailers?: () => Trailers | null;
+  /**
    * `request_timeout_ms`: the longest wait on the backend, either for it to
    * take more of the request body or, once the body is sent, for its response
    * head. A backend that stalls longer fails the exchange with kind `timeout`.
@@ -59,7 +66,17 @@ export interface UpstreamResponse {
    * backend's body breaks, or `null` when there is none.
    */
   body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /**
+   * The backend's trailer section, if it sent one (validated: no
+   * pseudo-headers, no connection-specific fields). With a whole or absent
+   * body it is here with the head; with a streamed body the transport sets
+   * it before the stream closes, so read it once the body has ended.
+   */
+  trailers?: Array<[string, string]>;
 }
+
+/** A trailer section: regular fields (lowercase names), in order, repeated names kept. */
+export type Trailers = ReadonlyArray<readonly [string, string]>;
 
 /**
  * Why an exchange failed. Only `connect`, `reset`, `protocol` and `timeout`
@@ -110,7 +127,8 @@ export function abortedError(signal: AbortSignal): UpstreamError {
 export interface UpstreamTransport {
   /**
    * Sends the request and resolves with the response head (and body).
-   * Rejects only with an {@link UpstreamError}.
+   * Rejects with an {@link UpstreamError}; any other error is a bug of the
+   * transport itself (outcome `internal`, 500), also across the worker hop.
    */
   exchange(req: UpstreamRequest): Promise<UpstreamResponse>;
   /** Closes the pooled connection of an address no longer configured (in-flight exchanges finish). */

@@ -493,4 +493,98 @@ for (const s of SUBJECTS) {
     const later = await failure(t.exchange(request(b)));
     assert.equal(later.kind, "aborted");
   });
+
+  suite(
+    s,
+    "request trailers follow the body (whole and streamed); none asked: none sent",
+    async (t, b) => {
+      // Echoes the body's length and the trailers it got (none: null).
+      b.route("/trailers", (stream) => {
+        let n = 0;
+        let got: unknown = null;
+        stream.on("data", (c: Uint8Array) => n += c.length);
+        stream.on("trailers", (h: http2.IncomingHttpHeaders) => got = { ...h });
+        stream.on("end", () => {
+          const payload = enc.encode(JSON.stringify({ n, trailers: got }));
+          stream.respond({ ":status": 200, "content-length": payload.byteLength });
+          stream.end(payload);
+        });
+      });
+      const trailers: Array<[string, string]> = [["x-checksum", "abc"], ["x-count", "2"]];
+      let asked = 0;
+      const ask = () => (asked++, trailers);
+      const whole = await t.exchange(request(b, {
+        method: "POST",
+        path: "/trailers",
+        body: enc.encode("hello"),
+        trailers: ask,
+      }));
+      assert.deepEqual(JSON.parse(await text(whole)), {
+        n: 5,
+        trailers: { "x-checksum": "abc", "x-count": "2" },
+      });
+      const streamed = await t.exchange(request(b, {
+        method: "POST",
+        path: "/trailers",
+        body: generatedBody(300 * 1024),
+        trailers: ask,
+      }));
+      assert.deepEqual(JSON.parse(await text(streamed)), {
+        n: 300 * 1024,
+        trailers: { "x-checksum": "abc", "x-count": "2" },
+      });
+      assert.equal(asked, 2, "asked once per exchange, after the body");
+      // A getter that finds none: the request ends without a trailer section.
+      const none = await t.exchange(request(b, {
+        method: "POST",
+        path: "/trailers",
+        body: generatedBody(1024),
+        trailers: () => null,
+      }));
+      assert.deepEqual(JSON.parse(await text(none)), { n: 1024, trailers: null });
+    },
+  );
+
+  suite(
+    s,
+    "response trailers: with a whole body at once, on a streamed one by its end",
+    async (t, b) => {
+      b.route("/trailers", (stream, seen) => {
+        const size = Number(new URL(seen.raw[seen.raw.indexOf(":path") + 1], "http://x")
+          .searchParams.get("n"));
+        const head: http2.OutgoingHttpHeaders = { ":status": 200 };
+        if (size <= 1024) head["content-length"] = size;
+        stream.respond(head, { waitForTrailers: true });
+        stream.on("wantTrailers", () =>
+          stream.sendTrailers({
+            "grpc-status": "0",
+            "grpc-message": "fine",
+            "x-sum": String(size),
+          }));
+        stream.end(new Uint8Array(size).fill(0x61));
+      });
+      for (const n of [5, 200 * 1024]) {
+        const res = await t.exchange(request(b, { path: `/trailers?n=${n}` }));
+        assert.equal(res.status, 200);
+        if (n === 5) {
+          assert.ok(res.body instanceof Uint8Array, "a small body comes whole");
+        } else {
+          assert.ok(res.body instanceof ReadableStream);
+          assert.equal(res.trailers, undefined, "not known before the body");
+        }
+        assert.equal((await text(res)).length, n);
+        assert.deepEqual(res.trailers, [["grpc-status", "0"], ["grpc-message", "fine"], [
+          "x-sum",
+          String(n),
+        ]]);
+      }
+      b.route("/plain", (stream) => {
+        stream.respond({ ":status": 200 });
+        stream.end("x");
+      });
+      const plain = await t.exchange(request(b, { path: "/plain" }));
+      assert.equal(await text(plain), "x");
+      assert.equal(plain.trailers, undefined, "no trailers: none");
+    },
+  );
 }

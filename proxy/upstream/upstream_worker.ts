@@ -14,6 +14,7 @@
 import {
   BodyReceiver,
   BodySender,
+  failMessage,
   flatFields,
   type Msg,
   Outbox,
@@ -66,6 +67,12 @@ function start(m: Extract<Msg, { t: "req" }>): void {
   } else if (m.body !== null) {
     body = new Uint8Array(m.body);
   }
+  const receiver = x.receiver;
+  const whole = m.trailers;
+  let trailers: (() => Array<[string, string]> | null) | undefined;
+  if (receiver !== null) {
+    trailers = () => receiver.trailers === undefined ? null : pairFields(receiver.trailers);
+  } else if (whole !== undefined) trailers = () => pairFields(whole);
   transport.exchange({
     address: m.address,
     tls: m.tls,
@@ -74,12 +81,13 @@ function start(m: Extract<Msg, { t: "req" }>): void {
     authority: m.authority,
     headers: pairFields(m.headers),
     body,
+    trailers,
     timeoutMs: m.timeoutMs,
     signal: x.ac.signal,
   }).then((res) => answer(x, res), (err) => {
     if (exchanges.get(x.id) !== x) return; // aborted by the main thread
-    const kind = err instanceof UpstreamError ? err.kind : "local";
-    out.send({ t: "fail", id: x.id, kind, message: (err as Error)?.message ?? String(err) });
+    // Not an UpstreamError: a bug here, `internal` (500) on the other side.
+    out.send(failMessage(x.id, err));
     x.receiver?.error(err);
     x.requestDone = x.responseDone = true;
     settle(x);
@@ -97,12 +105,14 @@ function answer(x: Exchange, res: UpstreamResponse): void {
     const sender = x.sender = new BodySender(out, x.id, () => {
       x.responseDone = true;
       settle(x);
-    });
+    }, () => res.trailers);
     sender.run(res.body);
     return;
   }
   const buf = res.body === null ? null : ownBuffer(res.body);
-  out.send({ t: "head", id: x.id, status: res.status, headers, body: buf }, buf ?? undefined);
+  const head: Msg = { t: "head", id: x.id, status: res.status, headers, body: buf };
+  if (res.trailers !== undefined) head.trailers = flatFields(res.trailers);
+  out.send(head, buf ?? undefined);
   x.responseDone = true;
   settle(x);
 }
@@ -137,7 +147,7 @@ function receive(m: Msg): void {
       if (x === undefined) return; // late message of a finished exchange
       if (m.t === "abort") return abort(x);
       if (m.t === "data") return x.receiver?.data(m.buf);
-      if (m.t === "end") return x.receiver?.end();
+      if (m.t === "end") return x.receiver?.end(m.trailers);
       if (m.t === "error") return x.receiver?.error(reviveError(m.kind, m.message));
       if (m.t === "credit") return x.sender?.credit(m.n);
       return x.sender?.cancel();

@@ -68,13 +68,16 @@ interface Pending {
   readonly id: number;
   readonly slot: Slot;
   readonly resolve: (res: UpstreamResponse) => void;
-  readonly reject: (err: UpstreamError) => void;
+  /** An {@link UpstreamError}, or a plain `Error` for a bug in the worker (`fail` with kind `null`). */
+  readonly reject: (err: Error) => void;
   readonly signal: AbortSignal | undefined;
   onAbort: (() => void) | null;
   /** The head arrived (the promise is settled). */
   headDone: boolean;
   /** The response body as it streams in, if any. */
   receiver: BodyReceiver | null;
+  /** The response handed over with a streamed body (its trailers come with the body's `end`). */
+  response: UpstreamResponse | null;
   /** The request body as it streams out, if any. */
   sender: BodySender | null;
   responseDone: boolean;
@@ -215,7 +218,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
   };
 
   /** Ends the exchange with `err` on this side (the worker is told separately, if at all). */
-  const fail = (p: Pending, err: UpstreamError) => {
+  const fail = (p: Pending, err: Error) => {
     if (!p.headDone) {
       p.headDone = true;
       p.reject(err);
@@ -245,15 +248,23 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
           p.responseDone = true;
         }
         p.headDone = true;
-        p.resolve({ status: m.status, headers: pairFields(m.headers), body });
+        const res: UpstreamResponse = { status: m.status, headers: pairFields(m.headers), body };
+        if (m.trailers !== undefined) res.trailers = pairFields(m.trailers);
+        if (p.receiver !== null) p.response = res;
+        p.resolve(res);
         return settle(p);
       }
       case "fail":
-        return fail(p, new UpstreamError(m.kind, m.message));
+        // kind null: a bug in the worker, not the backend's nor the client's doing.
+        return fail(p, reviveError(m.kind, m.message));
       case "data":
         return p.receiver?.data(m.buf);
       case "end":
-        return p.receiver?.end();
+        // The trailers are on the response before its body closes.
+        if (m.trailers !== undefined && p.response !== null) {
+          p.response.trailers = pairFields(m.trailers);
+        }
+        return p.receiver?.end(m.trailers);
       case "error":
         return p.receiver?.error(reviveError(m.kind, m.message));
       case "credit":
@@ -284,6 +295,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       onAbort: null,
       headDone: false,
       receiver: null,
+      response: null,
       sender: null,
       responseDone: false,
       requestDone: !(req.body instanceof ReadableStream),
@@ -291,9 +303,12 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     slot.pending.set(id, p);
     let body: ArrayBuffer | true | null = null;
     let transfer: ArrayBuffer | undefined;
+    let trailers: string[] | undefined;
     if (req.body instanceof Uint8Array) {
       // A copy: the caller may send the same bytes to the next candidate.
       body = transfer = req.body.slice().buffer as ArrayBuffer;
+      const t = req.trailers?.();
+      if (t != null) trailers = flatFields(t);
     } else if (req.body !== null) {
       body = true;
     }
@@ -307,13 +322,14 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       authority: req.authority,
       headers: flatFields(req.headers),
       body,
+      trailers,
       timeoutMs: req.timeoutMs,
     }, transfer);
     if (req.body instanceof ReadableStream) {
       const sender = p.sender = new BodySender(slot.out, id, () => {
         p.requestDone = true;
         settle(p);
-      });
+      }, req.trailers);
       sender.run(req.body);
     }
     if (signal !== undefined) {
