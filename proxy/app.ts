@@ -88,17 +88,22 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     path: string,
     authority: string | undefined,
   ): Promise<OutgoingResponse> => {
+    // 3. select
     const candidates = selectCandidates(pool, available, req.head, path);
     if (candidates.length === 0) return Promise.resolve(refuse(req, noCandidate(pool, health)));
+    // 4. upstream request, 5. forward, 6. downstream response (phases/forward.ts calls 4 and 6)
     return forward(req, pool, candidates, path, authority);
   };
 
+  // 7. log and count: the server layer, once the response is written (request_log.ts).
   return (req: IncomingRequest): Promise<OutgoingResponse> => {
     const head = req.head;
     const path = head.path ?? "/";
     const authority = requestAuthority(head);
+    // 1. admit
     const refused = admit(head, path, authority);
     if (refused !== null) return Promise.resolve(refuse(req, refused));
+    // 2. route, and the connection's share of the pool
     const pool = route(routes, authority, path);
     if (pool === null) return Promise.resolve(refuse(req, NO_ROUTE));
     const claimed = claimShare(req, pool);
