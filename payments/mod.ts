@@ -22,7 +22,7 @@ export {
   INTUIT_TID,
   type PaymentsDeps,
 } from "./app.ts";
-export { type Cidr, parseCidr, rateLimitAddress } from "./client_address.ts";
+export { rateLimitAddress, type TrustedPeers, trustedPeers } from "./client_address.ts";
 export {
   generateToken,
   type PaymentsServer,
