@@ -163,6 +163,8 @@ export class H3TestClient {
   async request(opts: {
     head?: Array<[string, string]> | Uint8Array;
     body?: Uint8Array;
+    /** A trailer section sent after the body (RFC 9114 §4.1). */
+    trailers?: Array<[string, string]>;
     raw?: Uint8Array;
     /** Delay before sending the FIN (ms). */
     finDelayMs?: number;
@@ -178,6 +180,9 @@ export class H3TestClient {
       parts.push(encodeFrame(FrameType.HEADERS, block));
       if (opts.body && opts.body.length > 0) {
         parts.push(encodeFrameHeader(FrameType.DATA, opts.body.length), opts.body);
+      }
+      if (opts.trailers) {
+        parts.push(encodeFrame(FrameType.HEADERS, this.encodeFields(opts.trailers)));
       }
     }
     // Send while reading: a server may answer (and stop reading) before the

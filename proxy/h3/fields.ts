@@ -41,6 +41,47 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Fields that must not be sent in a trailer section (RFC 9110 §6.5.1):
+ * they have to be known before the content because they frame the message
+ * or the connection, route it, modify or authenticate the request, control
+ * the response, or describe the content's format. Conditionals (`if-*`)
+ * belong here too; {@link allowedInTrailers} checks them by prefix.
+ */
+export const NOT_IN_TRAILERS: ReadonlySet<string> = new Set([
+  // framing and the connection (§6.1, §7.6)
+  ...HOP_BY_HOP,
+  "content-length",
+  // routing (§7.2)
+  "host",
+  // request controls and modifiers (§10.1, §14.2)
+  "cache-control",
+  "expect",
+  "max-forwards",
+  "pragma",
+  "range",
+  // authentication (§11)
+  "authorization",
+  "www-authenticate",
+  // response control data (§10.2)
+  "age",
+  "date",
+  "expires",
+  "location",
+  "retry-after",
+  "vary",
+  // the content's format (§8.3–§8.5, §14.4)
+  "content-type",
+  "content-encoding",
+  "content-language",
+  "content-range",
+]);
+
+/** Whether a field named `name` (lowercase) may be in a trailer section (RFC 9110 §6.5.1). */
+export function allowedInTrailers(name: string): boolean {
+  return !NOT_IN_TRAILERS.has(name) && !name.startsWith("if-");
+}
+
+/**
  * Whether a response carries no content whatever its fields say: the answer
  * to HEAD, 1xx, 204 and 304 (RFC 9110 §6.4.1).
  */

@@ -10,7 +10,7 @@
  */
 
 import { MalformedMessageError } from "./errors.ts";
-import { CONNECTION_SPECIFIC, isToken, TCHAR } from "./fields.ts";
+import { allowedInTrailers, CONNECTION_SPECIFIC, isToken, TCHAR } from "./fields.ts";
 
 /** A validated request head. */
 export interface RequestHead {
@@ -262,8 +262,11 @@ function isHttpScheme(scheme: string): boolean {
 }
 
 /**
- * Validates a trailer section (RFC 9114 §4.1, §4.3): no pseudo-headers, and
- * the same field rules as any section. Returns the fields.
+ * Validates a trailer section (RFC 9114 §4.1, §4.3): no pseudo-headers, the
+ * same field rules as any section, and none of the fields that must be
+ * known before the content (RFC 9110 §6.5.1: `content-length`, `host`,
+ * `authorization`, conditionals, …; see `allowedInTrailers`). Returns the
+ * fields.
  */
 export function validateTrailerFields(fields: Array<[string, string]>): Array<[string, string]> {
   for (const [name, value] of fields) {
@@ -271,6 +274,9 @@ export function validateTrailerFields(fields: Array<[string, string]>): Array<[s
       fail(name, `pseudo-header ${name} in trailers (RFC 9114 §4.3)`);
     }
     checkRegular(name, value);
+    if (!allowedInTrailers(name)) {
+      fail(name, `${name} is not allowed in trailers (RFC 9110 §6.5.1)`);
+    }
   }
   return fields;
 }

@@ -223,6 +223,36 @@ Deno.test("RFC 9114 §4.3: trailers must not contain pseudo-headers", () => {
   assertMalformed(() => validateTrailerFields([["x-a", "b\n"]]), "x-a");
 });
 
+Deno.test("RFC 9110 §6.5.1: fields needed before the content are refused in trailers", () => {
+  const ok: Array<[string, string]> = [["grpc-status", "0"], ["x-checksum", "abc"], [
+    "server-timing",
+    "db;dur=5",
+  ]];
+  assert.deepEqual(validateTrailerFields(ok), ok);
+  for (
+    const name of [
+      "content-length",
+      "transfer-encoding",
+      "host",
+      "authorization",
+      "proxy-authorization",
+      "cache-control",
+      "content-type",
+      "content-encoding",
+      "trailer",
+      "if-match",
+      "if-none-match",
+      "range",
+      "expect",
+      "max-forwards",
+    ]
+  ) {
+    assertMalformed(() => validateTrailerFields([["x-ok", "1"], [name, "1"]]), name);
+  }
+  // TE: trailers is allowed in a request head, never in trailers.
+  assertMalformed(() => validateTrailerFields([["te", "trailers"]]), "te");
+});
+
 Deno.test("RFC 9114 §4.3.2: responses need exactly one valid :status", () => {
   assert.deepEqual(validateResponseFields([[":status", "204"], ["server", "x"]]), {
     status: 204,

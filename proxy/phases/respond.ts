@@ -64,6 +64,8 @@ export function downstreamResponse(
     status: res.status,
     headers: downstreamResponseFields(res.headers),
     body: res.body,
+    // Known once the body has ended (a streamed body's are set by then).
+    trailers: res.body === null ? undefined : () => res.trailers,
     backend: backendId,
     upstreamMs,
   };

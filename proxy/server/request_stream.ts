@@ -21,6 +21,7 @@
 import { getLogger } from "@logtape/logtape";
 import { deadline, idleWatch } from "../../shared/deadline.ts";
 import {
+  allowedInTrailers,
   BodyLengthTracker,
   encodeFrame,
   encodeHeadersAndData,
@@ -193,12 +194,19 @@ export async function serveRequest(
         if (ev.type === "end") ended = true;
         else queue.unshift(ev);
       }
-      const body = ended
-        ? null
-        : requestBody(nextEvent, decode, declared, opts.maxRequestBodyBytes, abort);
+      let trailers: Array<[string, string]> | null = null;
+      const body = ended ? null : requestBody(
+        nextEvent,
+        decode,
+        declared,
+        opts.maxRequestBodyBytes,
+        abort,
+        (fields) => trailers = fields,
+      );
       const req: IncomingRequest = {
         head,
         body,
+        trailers: body === null ? undefined : () => trailers,
         remote: ctx.remote,
         signal: abort.signal,
         claimBackendStream: ctx.claimBackendStream
@@ -316,6 +324,7 @@ function requestBody(
   declared: number | undefined,
   limit: number,
   abort: AbortController,
+  onTrailers: (fields: Array<[string, string]>) => void,
 ): ReadableStream<Uint8Array> {
   const tracker = new BodyLengthTracker(declared);
   let received = 0;
@@ -331,8 +340,10 @@ function requestBody(
         return;
       }
       if (ev.type === "headers") {
-        // Trailers: decoded to keep QPACK state right, validated, not forwarded.
-        validateTrailerFields(await decode(ev.block));
+        // Trailers (RFC 9114 §4.1): validated, kept for the application
+        // (forwarded after the body); an empty section is none.
+        const fields = validateTrailerFields(await decode(ev.block));
+        if (fields.length > 0) onTrailers(fields);
         continue;
       }
       tracker.finish();
@@ -352,6 +363,22 @@ function requestBody(
       }
     },
   }, { highWaterMark: 0 });
+}
+
+/**
+ * The response's trailer section as a HEADERS frame, QPACK-encoded like the
+ * head, or `null` when it has none to send: fields that may not be trailers
+ * (RFC 9110 §6.5.1, hop-by-hop and pseudo-headers included) are dropped.
+ */
+function trailerFrame(ctx: StreamContext, res: OutgoingResponse): Uint8Array | null {
+  const trailers = res.trailers?.();
+  if (trailers === undefined) return null;
+  const fields: Array<[string, string]> = [];
+  for (const [name, value] of trailers) {
+    const lower = name.toLowerCase();
+    if (lower.charCodeAt(0) !== 0x3a && allowedInTrailers(lower)) fields.push([lower, value]);
+  }
+  return fields.length === 0 ? null : encodeFrame(FrameType.HEADERS, ctx.encodeSection(fields));
 }
 
 /** Writes the response; resolves with what was sent and how it ended (never rejects). */
@@ -420,6 +447,9 @@ async function writeResponse(
         return { bytes, outcome: "broken" };
       }
     }
+    // The body is complete: its trailers follow it (RFC 9114 §4.1).
+    const tail = body === null || noBody ? null : trailerFrame(ctx, res);
+    if (tail !== null) await write(tail);
     await writer.close();
     return { bytes, outcome: "complete" };
   } catch (err) {

@@ -17,6 +17,12 @@ export interface IncomingRequest {
    * `null` when the request carries none (GET/HEAD, or the stream already ended).
    */
   readonly body: ReadableStream<Uint8Array> | null;
+  /**
+   * The trailer section that followed the body (RFC 9114 §4.1), validated
+   * (RFC 9110 §6.5.1): ask once the body has been read to its end (`null`:
+   * none). Absent when there is no body, and on the TCP fallback.
+   */
+  readonly trailers?: () => Array<[string, string]> | null;
   /** The client's UDP address. */
   readonly remote: PeerAddr;
   /**
@@ -49,6 +55,13 @@ export interface OutgoingResponse {
    * that the client cannot mistake it for complete), or `null`.
    */
   body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /**
+   * The trailer section to send after the body, asked once the body has
+   * been written (absent or `undefined`: none). Fields that may not be
+   * trailers (RFC 9110 §6.5.1, hop-by-hop ones included) are dropped. Sent
+   * by the HTTP/3 server only: the TCP fallback (`Deno.serve`) cannot.
+   */
+  trailers?: () => ReadonlyArray<readonly [string, string]> | undefined;
   /** The backend that answered, for the access log (absent for the proxy's own answers). */
   backend?: string;
   /** Milliseconds from sending to the backend until its response head, for the access log. */

@@ -57,7 +57,7 @@ function trimOws(v: string): string {
 
 /**
  * Builds the backend request's regular fields from the client's: hop-by-hop
- * fields dropped, `host` set to the authority (which also travels as
+ * fields dropped (but a client's `te: trailers` is sent as ours), `host` set to the authority (which also travels as
  * `:authority`),
  * repeated names combined with `, ` and values trimmed (RFC 9110 §5.3),
  * split cookie fields joined with `; ` (RFC 9114 §4.2.1), and the
@@ -83,6 +83,9 @@ export function upstreamRequestHeaderList(
   const trusted = client.trusted === true;
   let cookies: string | undefined;
   for (const [name, value] of fields) {
+    // `te: trailers` is this hop's own: the proxy forwards trailers, so it
+    // says so to the backend too (gRPC servers look for it; RFC 9113 §8.2.2).
+    if (name === "te" && /\btrailers\b/i.test(value)) out.set("te", "trailers");
     // content-length is the transport's: it states what is actually sent.
     if (HOP_BY_HOP.has(name) || name === "host" || name === "content-length") continue;
     if (!trusted && FORWARDING.has(name)) continue;

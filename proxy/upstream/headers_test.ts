@@ -6,10 +6,10 @@ const upstreamRequestHeaders = (...args: Parameters<typeof upstreamRequestHeader
 
 Deno.test("upstream headers: connection-specific fields dropped, forwarding fields added", () => {
   const h = upstreamRequestHeaders(
-    [["accept", "*/*"], ["te", "trailers"], ["x-forwarded-for", "10.0.0.1"], ["via", "1.1 cdn"]],
+    [["accept", "*/*"], ["connection", "x"], ["x-forwarded-for", "10.0.0.1"], ["via", "1.1 cdn"]],
     { ip: "127.0.0.1", authority: "example.com:9889", trusted: true },
   );
-  assert.equal(h.get("te"), null);
+  assert.equal(h.get("connection"), null);
   assert.equal(h.get("host"), "example.com:9889");
   assert.equal(h.get("x-forwarded-host"), "example.com:9889");
   assert.equal(h.get("x-forwarded-for"), "10.0.0.1, 127.0.0.1");
@@ -17,6 +17,19 @@ Deno.test("upstream headers: connection-specific fields dropped, forwarding fiel
   assert.equal(h.get("x-forwarded-proto"), "https");
   assert.equal(h.get("forwarded"), 'for=127.0.0.1;proto=https;host="example.com:9889"');
   assert.equal(h.get("via"), "1.1 cdn, 3 spooky");
+});
+
+Deno.test("upstream headers: a client's TE: trailers is sent as ours (trailers are forwarded), other TE never", () => {
+  const list = upstreamRequestHeaderList(
+    [["te", "Trailers"], ["content-type", "application/grpc"]],
+    {
+      ip: "127.0.0.1",
+      authority: "a.test",
+    },
+  );
+  assert.deepEqual(list.filter(([n]) => n === "te"), [["te", "trailers"]]);
+  const gz = upstreamRequestHeaderList([["te", "gzip"]], { ip: "127.0.0.1", authority: "a.test" });
+  assert.equal(gz.find(([n]) => n === "te"), undefined);
 });
 
 Deno.test("upstream headers: IPv6 client in forwarded is quoted and bracketed (RFC 7239 §6)", () => {
