@@ -23,7 +23,7 @@ import {
   reviveError,
 } from "./_worker_channel.ts";
 import { createClientTransport } from "./create_transport.ts";
-import { UpstreamError, type UpstreamResponse } from "./transport.ts";
+import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from "./transport.ts";
 
 /** One exchange this worker carries. */
 interface Exchange {
@@ -73,7 +73,9 @@ function start(m: Extract<Msg, { t: "req" }>): void {
   if (receiver !== null) {
     trailers = () => receiver.trailers === undefined ? null : pairFields(receiver.trailers);
   } else if (whole !== undefined) trailers = () => pairFields(whole);
-  transport.exchange({
+  // A transport that throws instead of rejecting (a bug) fails this
+  // exchange alone, not the worker and every exchange on it.
+  exchangeSafely({
     address: m.address,
     tls: m.tls,
     method: m.method,
@@ -92,6 +94,14 @@ function start(m: Extract<Msg, { t: "req" }>): void {
     x.requestDone = x.responseDone = true;
     settle(x);
   });
+}
+
+function exchangeSafely(req: UpstreamRequest): Promise<UpstreamResponse> {
+  try {
+    return transport.exchange(req);
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 function answer(x: Exchange, res: UpstreamResponse): void {

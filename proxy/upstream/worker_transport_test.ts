@@ -8,6 +8,8 @@
 
 import assert from "node:assert/strict";
 import { startBackend, type TestBackend } from "./_test_backend.ts";
+import { failMessage, reviveError } from "./_worker_channel.ts";
+import { outcomeOfError, OUTCOMES } from "./outcome.ts";
 import { UpstreamError, type UpstreamRequest } from "./transport.ts";
 import { createWorkerTransport } from "./worker_transport.ts";
 
@@ -208,4 +210,50 @@ Deno.test({
       await b.close();
     }
   },
+});
+
+Deno.test({
+  ...opts,
+  name:
+    "a bug inside a worker (an error that is not an UpstreamError, thrown or rejected) is `internal` (500), not `local` (400), and fails that exchange alone",
+  async fn() {
+    const b = await startBackend();
+    ok(b);
+    const restarts: number[] = [];
+    const t = createWorkerTransport({ workers: 1, onWorkerRestart: (i) => void restarts.push(i) });
+    try {
+      assert.equal((await t.exchange(request(b, "/"))).status, 200);
+      // A field value of the wrong type stands in for a bug: the HTTP/2
+      // encoder throws a RangeError/TypeError inside the worker.
+      const bad = { ...request(b, "/"), headers: [["x-n", 5 as unknown as string]] as const };
+      const err = await t.exchange(bad).then(() => assert.fail("must fail"), (e) => e);
+      assert.ok(!(err instanceof UpstreamError), `not an UpstreamError: ${err}`);
+      assert.equal(outcomeOfError(err, undefined), "internal");
+      assert.equal(OUTCOMES[outcomeOfError(err, undefined)].status, 500);
+      // The worker lives on: the next exchange is served, nothing restarted.
+      assert.equal((await t.exchange(request(b, "/"))).status, 200);
+      assert.deepEqual(restarts, []);
+    } finally {
+      await t.close();
+      await b.close();
+    }
+  },
+});
+
+Deno.test("failMessage: an UpstreamError keeps its kind; anything else crosses as kind null", () => {
+  assert.deepEqual(failMessage(7, new UpstreamError("timeout", "slow")), {
+    t: "fail",
+    id: 7,
+    kind: "timeout",
+    message: "slow",
+  });
+  assert.deepEqual(failMessage(8, new TypeError("oops")), {
+    t: "fail",
+    id: 8,
+    kind: null,
+    message: "oops",
+  });
+  const revived = reviveError(null, "oops");
+  assert.ok(!(revived instanceof UpstreamError));
+  assert.equal(outcomeOfError(revived, undefined), "internal");
 });
