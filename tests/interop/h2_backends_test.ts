@@ -153,6 +153,14 @@ test("Node's http2 server (node), with response trailers", async () => {
       Object.keys(seen).filter((k) => !k.startsWith(":")).sort(),
       ["x-a", "x-b"],
     );
+    // `/echo` ends with a trailer section: exposed once the body has ended.
+    const echo = await t.exchange(req(server.address, {
+      method: "POST",
+      path: "/echo",
+      body: new TextEncoder().encode("trailers"),
+    }));
+    assert.equal(new TextDecoder().decode(await bytes(echo)), "trailers");
+    assert.deepEqual(echo.trailers, [["x-trailer", "done"]]);
   } finally {
     await t.close();
     await server.close();
