@@ -27,10 +27,12 @@ export {
   type BackendHealth,
   createProxyApp,
   type HealthReport,
+  type PassiveFailureKind,
   PoolState,
   type ProxyAppDeps,
 } from "./proxy/mod.ts";
 export {
+  type Trailers,
   UpstreamError,
   type UpstreamFailureKind,
   type UpstreamRequest,

@@ -28,7 +28,7 @@ export { type BackendHealth, createProxyApp, PoolState, type ProxyAppDeps } from
 export { type BackendInfo, ProxyRuntime, type RuntimeOptions } from "./runtime.ts";
 // Types of the packages below that the signatures above use.
 export type * from "./config/types.ts";
-export type { ProbeFetch, ProbeInit } from "./health/mod.ts";
+export type { PassiveFailureKind, ProbeFetch, ProbeInit } from "./health/mod.ts";
 export type {
   COUNTER_NAMES,
   CounterName,
@@ -51,6 +51,7 @@ export type {
 } from "./server/mod.ts";
 export type {
   HealthReport,
+  Trailers,
   UpstreamRequest,
   UpstreamResponse,
   UpstreamTransport,

@@ -24,6 +24,7 @@ export {
   type AccessLogConfig,
   type AdminConfig,
   type BackendConfig,
+  type BackendTlsConfig,
   type Config,
   DEFAULT_HASH_KEY,
   type HealthCheckConfig,

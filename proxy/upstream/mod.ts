@@ -21,6 +21,7 @@
  */
 
 export {
+  type Trailers,
   UpstreamError,
   type UpstreamFailureKind,
   type UpstreamRequest,
@@ -38,6 +39,7 @@ export {
 // Types of other packages that this package's signatures use.
 export type { BackendRef } from "../balancer/mod.ts";
 export type { RequestHead } from "../h3/mod.ts";
+export type { PassiveFailureKind } from "../health/mod.ts";
 export type {
   COUNTER_NAMES,
   CounterName,
