@@ -70,7 +70,10 @@ export class H3TestClient {
   /**
    * Connects and sets up control + QPACK encoder streams. `maxIdleTimeoutMs`
    * also bounds the handshake: a server that never answers fails the
-   * connection after about that long (Deno's default is 30 s).
+   * connection after about that long (Deno's default is 30 s). `endpoint`
+   * is the local QUIC endpoint to connect from; without one Deno binds a new
+   * one per connection, whose native state lingers until V8 collects it (a
+   * caller opening thousands of connections should share one).
    */
   static async connect(
     port: number,
@@ -78,6 +81,7 @@ export class H3TestClient {
     hostname = "127.0.0.1",
     serverName = "localhost",
     maxIdleTimeoutMs?: number,
+    endpoint?: Deno.QuicEndpoint,
   ): Promise<H3TestClient> {
     const conn = await Deno.connectQuic({
       hostname,
@@ -86,6 +90,7 @@ export class H3TestClient {
       caCerts: [caPem],
       alpnProtocols: ["h3"],
       ...(maxIdleTimeoutMs === undefined ? {} : { maxIdleTimeout: maxIdleTimeoutMs }),
+      ...(endpoint === undefined ? {} : { endpoint }),
     });
     const client = new H3TestClient(conn);
     client.#control = (await conn.createUnidirectionalStream()).getWriter();
