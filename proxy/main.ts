@@ -21,7 +21,7 @@ import type { Config } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
 import type { ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig, type TlsPairProblem, type TlsPem } from "./config/mod.ts";
-import { listenQuic } from "./quic/deno_transport.ts";
+import { listenQuic, quicEndpointWithTcpTwin } from "./quic/deno_transport.ts";
 import { readReceiveBufferSysctl, readUdpStats, receiveBufferWarning } from "./quic/udp_stats.ts";
 import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
@@ -252,7 +252,15 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     config.listen.address,
     config.listen.port,
     "listen.address, listen.port",
-  )(() => listenQuic(quicOptions));
+  )(() =>
+    listenQuic({
+      ...quicOptions,
+      // Port 0 with the TCP fallback: a port free for both protocols.
+      endpoint: config.listen.port === 0 && config.listen.tcp_fallback
+        ? quicEndpointWithTcpTwin(config.listen.address)
+        : undefined,
+    })
+  );
   // Deno cannot size the QUIC socket's receive buffer: it gets rmem_default.
   const receiveBuffer = readReceiveBufferSysctl();
   const bufferWarning = receiveBufferWarning(receiveBuffer);

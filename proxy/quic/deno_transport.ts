@@ -31,6 +31,8 @@ export interface ListenQuicOptions {
   hostname: string;
   /** UDP port to bind (0: any free port). */
   port: number;
+  /** An endpoint already bound (`hostname` and `port` are then not used). */
+  endpoint?: Deno.QuicEndpoint;
   /** PEM certificate chain. */
   cert: string;
   /** PEM private key of the certificate. */
@@ -71,6 +73,35 @@ export interface DenoQuicTransport extends QuicServerTransport {
 export { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS };
 
 /**
+ * A QUIC endpoint on a port the kernel picks, whose TCP twin is free too: for
+ * `listen.port: 0` with the TCP fallback, which serves the same port number
+ * over TCP. A port is taken from a TCP listener (closed again at once, which
+ * frees it for the fallback's bind right after, in the same turn of the event
+ * loop) and then bound for UDP; a UDP port in use is skipped, up to `tries`
+ * times. Picking the UDP port first made startup fail now and then: the
+ * kernel picks a free UDP port without looking at TCP, and a TCP socket of
+ * another process could hold that number.
+ *
+ * @example
+ * ```ts
+ * const endpoint = quicEndpointWithTcpTwin("127.0.0.1");
+ * endpoint.addr.port; // free for TCP too, e.g. 41234
+ * ```
+ */
+export function quicEndpointWithTcpTwin(hostname: string, tries = 20): Deno.QuicEndpoint {
+  for (let i = 1;; i++) {
+    const probe = Deno.listen({ hostname, port: 0 });
+    const port = (probe.addr as Deno.NetAddr).port;
+    probe.close();
+    try {
+      return new Deno.QuicEndpoint({ hostname, port });
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AddrInUse) || i >= tries) throw err;
+    }
+  }
+}
+
+/**
  * Binds a UDP socket and listens for QUIC connections with ALPN `h3`.
  *
  * A new certificate ({@link QuicServerTransport.setCertificate}) is one more
@@ -91,7 +122,8 @@ export { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS };
  * ```
  */
 export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
-  const endpoint = new Deno.QuicEndpoint({ hostname: opts.hostname, port: opts.port });
+  const endpoint = opts.endpoint ??
+    new Deno.QuicEndpoint({ hostname: opts.hostname, port: opts.port });
   const listen = (cert: string, key: string) =>
     endpoint.listen({
       cert,
