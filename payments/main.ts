@@ -23,6 +23,7 @@ import { parseCidr } from "../shared/cidr.ts";
 import { INFO_LINK } from "./domain/errors.ts";
 import { DEFAULT_CONNECTION_LIMITS } from "../shared/serve_connections.ts";
 import { startPaymentsServer } from "./server.ts";
+import { isDatabaseLocked } from "./store/commit_batcher.ts";
 
 /** Default KV location. */
 export const DEFAULT_KV_PATH = "./data/payments.kv";
@@ -51,8 +52,21 @@ export async function openKvAt(location: string): Promise<Deno.Kv> {
       if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
     }
   }
-  return await Deno.openKv(location);
+  // Two processes opening a new file at once: the one that does not set the
+  // store up finds SQLite locked (seen under load); it waits, as commits do.
+  for (let waited = 0;; waited += OPEN_LOCKED_RETRY_MS) {
+    try {
+      return await Deno.openKv(location);
+    } catch (err) {
+      if (!isDatabaseLocked(err) || waited >= OPEN_LOCKED_WAIT_MS) throw err;
+      await new Promise((r) => setTimeout(r, OPEN_LOCKED_RETRY_MS));
+    }
+  }
 }
+
+/** How long opening a store waits while another process holds it locked. */
+const OPEN_LOCKED_WAIT_MS = 5_000;
+const OPEN_LOCKED_RETRY_MS = 50;
 
 /** Descriptors left for the store, log and runtime when `--max-connections` follows the open-files limit. */
 export const DESCRIPTORS_KEPT_FREE = 128;
