@@ -225,8 +225,20 @@ for (const s of SUBJECTS) {
       const ahead = progress.written - read;
       assert.ok(ahead < bound, `the backend got ${ahead} bytes ahead of a paused reader`);
       reader.releaseLock();
-      const rest = await drainCounting(down.body);
-      assert.equal(read + rest.bytes, total);
+      try {
+        const rest = await drainCounting(down.body);
+        assert.equal(read + rest.bytes, total);
+      } catch (err) {
+        // This test backend (Deno 2.9.6's node:http2 server) resets a stream
+        // with NO_ERROR once its handler has written the whole body, even
+        // while the end of that body still waits on our flow-control credit:
+        // a truncated answer, which the client must report (RFC 9113 §8.1).
+        // Seen in about a third of the runs over the worker hop. Anything
+        // else, or before the backend wrote it all, is a failure.
+        const truncatedByBackend = err instanceof UpstreamError && err.kind === "reset" &&
+          /NO_ERROR/.test(err.message) && progress.written === total;
+        if (!truncatedByBackend) throw err;
+      }
 
       // Up: the backend does not read for 600 ms; the client's body is pulled
       // only as far as flow control and bounded buffers let it.
