@@ -214,7 +214,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   log.info("upstream HTTP/2 exchanges: {where} ({client} client)", {
     client: config.limits.upstream_client,
     where: upstream.workers === 0
-      ? "on the QUIC thread (limits.upstream_workers: 0)"
+      ? `on the QUIC thread (limits.upstream_workers: ${config.limits.upstream_workers})`
       : `on ${upstream.workers} worker thread${upstream.workers === 1 ? "" : "s"}`,
   });
   const runtime = new ProxyRuntime(config, {
