@@ -75,8 +75,9 @@ const AUTHORITY = /^(?:\[([^\]]*)\]|(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+)(?::([0
  * when it can be forwarded: userinfo (RFC 9110 §4.2.4), an empty host
  * (RFC 9110 §4.2.2), a bracketed literal that is not an IPv6 address
  * (RFC 3986 §3.2.2; IPvFuture included, which no backend can reach), a
- * character outside the grammar, or a port above 65535 or of more than five
- * digits (RFC 3986 §3.2.3 allows any digits; no transport has such a port).
+ * character outside the grammar, percent-encoding in a host name, or a port
+ * above 65535 or of more than five digits (RFC 3986 §3.2.3 allows any
+ * digits; no transport has such a port).
  *
  * @example
  * ```ts
@@ -94,6 +95,13 @@ export function checkAuthority(authority: string): string | null {
     return "not a host[:port] authority (RFC 3986 §3.2)";
   }
   const literal = m[1];
+  if (literal === undefined && authority.includes("%")) {
+    // RFC 3986 allows it, but no client sends it (a name outside ASCII goes
+    // as punycode) and HTTP/2 backends refuse it: hyper (Deno.serve) resets
+    // such a stream with PROTOCOL_ERROR, which would count against the
+    // backend. Found by the frame fuzz test.
+    return "percent-encoding in the host (a host name is sent as ASCII or punycode)";
+  }
   if (literal !== undefined && !isIPv6(literal)) {
     return `[${literal}] is not an IPv6 address (RFC 3986 §3.2.2)`;
   }
