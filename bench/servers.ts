@@ -43,6 +43,8 @@ export interface ServerSpec {
   upstreamWorkers?: string;
   /** spooky: `limits.upstream_client` (absent: the key is not written, spooky's default) */
   upstreamClient?: string;
+  /** spooky: more `limits` keys, as `key: value` lines */
+  limits?: string[];
 }
 
 /** A running server. */
@@ -187,6 +189,7 @@ export async function startSpooky(
   const limitLines = [
     spec.upstreamWorkers === undefined ? "" : `  upstream_workers: ${spec.upstreamWorkers}\n`,
     spec.upstreamClient === undefined ? "" : `  upstream_client: ${spec.upstreamClient}\n`,
+    ...(spec.limits ?? []).map((line) => `  ${line}\n`),
   ].join("");
   const limits = limitLines === "" ? "" : `limits:\n${limitLines}`;
   await Deno.writeTextFile(
