@@ -4,7 +4,10 @@
  * request went out to the backend (the worker dies); `/__http2_error` throws
  * an uncaught error shaped like the ones Deno's `node:http2` raises outside
  * a session's listeners (`code: ERR_HTTP2_ERROR`), which the worker must
- * contain and survive when it runs `node:http2` (`?client=node`).
+ * contain and survive when it runs `node:http2` (`?client=node`);
+ * `/__close` ends the worker without an `error` event (`self.close()`) and
+ * `/__wedge` spins it for 2 s: both leave the main thread nothing
+ * but silence.
  *
  * @module
  */
@@ -21,6 +24,17 @@ self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: stri
     if (m.t === "req" && m.path === "/__crash") {
       setTimeout(() => {
         throw new Error("test crash");
+      }, 50);
+    }
+    if (m.t === "req" && m.path === "/__close") setTimeout(() => self.close(), 50);
+    if (m.t === "req" && m.path === "/__wedge") {
+      setTimeout(() => {
+        // Bounded: Deno 2.9.6's terminate() does not stop a thread spinning
+        // in JavaScript; it ends when the loop does.
+        const end = performance.now() + 2_000;
+        while (performance.now() < end) {
+          // spins
+        }
       }, 50);
     }
     if (m.t === "req" && m.path === "/__http2_error") {

@@ -41,6 +41,8 @@ export type Msg =
   | { t: "abort"; id: number }
   | { t: "release"; address: string }
   | { t: "close" }
+  /** Are you alive? (answered with `pong`; sent only while the worker carries exchanges) */
+  | { t: "ping" }
   // worker → main
   | {
     t: "head";
@@ -55,6 +57,7 @@ export type Msg =
   /** `kind` `null`: not an {@link UpstreamError} (a bug in the worker: outcome `internal`). */
   | { t: "fail"; id: number; kind: UpstreamFailureKind | null; message: string }
   | { t: "closed" }
+  | { t: "pong" }
   // body streams, both directions (request body main → worker, response body worker → main)
   | { t: "data"; id: number; buf: ArrayBuffer }
   /** The body ended; `trailers` (flat): the trailer section that followed it, if any. */

@@ -140,6 +140,8 @@ function receive(m: Msg): void {
       return start(m);
     case "release":
       return transport.release(m.address);
+    case "ping":
+      return out.send({ t: "pong" });
     case "close":
       for (const x of [...exchanges.values()]) abort(x);
       transport.close().finally(() => {

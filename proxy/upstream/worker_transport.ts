@@ -19,6 +19,12 @@
  *   most {@link RESTART_WAIT_MS}. `node:http2` errors that escape their
  *   session are caught inside the worker (`contain_http2.ts`) and fail only
  *   that session's streams, so a misbehaving backend does not kill it.
+ * - A worker is also dead when it stops answering: while it carries
+ *   exchanges, the main thread pings it every {@link PING_PERIOD_MS}; one
+ *   that has not answered for {@link UNRESPONSIVE_MS} (wedged in a loop, or
+ *   gone without an `error` event, which Deno does not always deliver) is
+ *   terminated and handled as above. Without this, its exchanges would wait
+ *   for ever: their timeouts run in the worker.
  *
  * @module
  */
@@ -47,6 +53,12 @@ export const RESTART_PAUSE_MS = 1_000;
 /** Longest wait of a request for a worker when none is running (all restarting): twice the pause. */
 export const RESTART_WAIT_MS = 2 * RESTART_PAUSE_MS;
 
+/** How often a worker that carries exchanges is pinged (ms). */
+export const PING_PERIOD_MS = 1_000;
+
+/** A worker that carries exchanges and has not answered a ping for this long is dead (ms). */
+export const UNRESPONSIVE_MS = 10_000;
+
 /** Options of {@link createWorkerTransport}. */
 export interface WorkerTransportOptions {
   /** How many worker threads carry exchanges (at least 1). */
@@ -61,6 +73,12 @@ export interface WorkerTransportOptions {
    * runs. Default {@link RESTART_PAUSE_MS}; tests shorten or lengthen it.
    */
   restartPauseMs?: number;
+  /**
+   * A worker that carries exchanges and has not answered a ping for this
+   * long is terminated as dead (ms). Default {@link UNRESPONSIVE_MS}; tests
+   * shorten it.
+   */
+  unresponsiveMs?: number;
 }
 
 /** One exchange in flight, as the main thread tracks it. */
@@ -99,6 +117,8 @@ class Slot {
   startedAt = 0;
   /** Set while a worker that died young waits to be restarted: its addresses go elsewhere. */
   restart: ReturnType<typeof setTimeout> | undefined;
+  /** When the oldest ping this worker has not answered yet went out (`performance.now()`), or -1. */
+  pingedAt = -1;
 
   constructor(readonly index: number) {}
 }
@@ -121,6 +141,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
   const url = new URL(opts.workerUrl ?? new URL("./upstream_worker.ts", import.meta.url)).href;
   const pauseMs = opts.restartPauseMs ?? RESTART_PAUSE_MS;
   const waitMs = 2 * pauseMs;
+  const unresponsiveMs = opts.unresponsiveMs ?? UNRESPONSIVE_MS;
   const pins = new Map<string, Slot>();
   let nextId = 1;
   let closed = false;
@@ -133,37 +154,81 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     slot.worker = worker;
     slot.startedAt = performance.now();
     slot.restart = undefined;
+    slot.pingedAt = -1;
     slot.out = new Outbox((msgs, transfer) => worker.postMessage(msgs, transfer));
     worker.onmessage = (e: MessageEvent<Msg[]>) => {
       if (slot.worker !== worker) return;
+      slot.pingedAt = -1; // any message shows the worker alive
       for (const m of e.data) receive(slot, m);
     };
     const died = (e: Event) => {
       e.preventDefault();
-      if (slot.worker !== worker) return;
-      worker.terminate();
       const cause = (e as ErrorEvent).error ?? (e as ErrorEvent).message;
       const why = cause instanceof Error ? cause.message : String(cause ?? "unknown");
-      for (const p of [...slot.pending.values()]) {
-        fail(p, new UpstreamError("worker", `upstream worker died: ${why}`, { cause }));
-      }
-      // Its addresses are pinned afresh on their next request (their
-      // sessions died with the worker).
-      for (const [address, s] of pins) if (s === slot) pins.delete(address);
-      slot.addresses = 0;
-      if (closed) return;
-      const again = () => {
-        spawn(slot);
-        opts.onWorkerRestart?.(slot.index, cause);
-        for (const wake of [...waiters]) wake();
-      };
-      // A worker that cannot even start would otherwise be restarted in a tight loop.
-      if (performance.now() - slot.startedAt >= pauseMs) return again();
-      slot.restart = setTimeout(again, pauseMs);
+      retire(slot, worker, why, cause);
     };
     worker.onerror = died;
     worker.onmessageerror = died;
   };
+
+  /**
+   * Ends a worker that died (or stopped answering): fails the exchanges it
+   * carried with kind `worker`, unpins its addresses and restarts it (after
+   * a pause if it died young).
+   */
+  const retire = (slot: Slot, worker: Worker, why: string, cause: unknown) => {
+    if (slot.worker !== worker || slot.restart !== undefined) return;
+    worker.terminate();
+    for (const p of [...slot.pending.values()]) {
+      fail(p, new UpstreamError("worker", `upstream worker died: ${why}`, { cause }));
+    }
+    // Its addresses are pinned afresh on their next request (their
+    // sessions died with the worker).
+    for (const [address, s] of pins) if (s === slot) pins.delete(address);
+    slot.addresses = 0;
+    if (closed) return;
+    const again = () => {
+      spawn(slot);
+      opts.onWorkerRestart?.(slot.index, cause);
+      for (const wake of [...waiters]) wake();
+    };
+    // A worker that cannot even start would otherwise be restarted in a tight loop.
+    if (performance.now() - slot.startedAt >= pauseMs) return again();
+    slot.restart = setTimeout(again, pauseMs);
+  };
+
+  /** Pings the workers that carry exchanges; one that has not answered for `unresponsiveMs` is retired. */
+  let pinger: ReturnType<typeof setInterval> | undefined;
+  const ping = () => {
+    const now = performance.now();
+    let busy = false;
+    for (const slot of slots) {
+      if (slot.restart !== undefined || slot.pending.size === 0) {
+        slot.pingedAt = -1;
+        continue;
+      }
+      busy = true;
+      if (slot.pingedAt < 0) {
+        slot.pingedAt = now;
+        slot.out.send({ t: "ping" });
+      } else if (now - slot.pingedAt >= unresponsiveMs) {
+        const silent = Math.round(now - slot.pingedAt);
+        const cause = new Error(`no answer to a ping for ${silent} ms`);
+        retire(slot, slot.worker, cause.message, cause);
+      }
+    }
+    if (!busy || closed) {
+      clearInterval(pinger);
+      pinger = undefined;
+    }
+  };
+  /** Starts the pings (if they are not running): called when a worker takes an exchange. */
+  const watch = () => {
+    if (pinger === undefined) {
+      pinger = setInterval(ping, Math.min(PING_PERIOD_MS, unresponsiveMs / 4));
+    }
+  };
+
   for (let i = 0; i < Math.max(1, Math.floor(opts.workers)); i++) {
     const slot = new Slot(i);
     spawn(slot);
@@ -231,6 +296,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
 
   const receive = (slot: Slot, m: Msg) => {
     if (m.t === "closed") return slot.closedAck?.();
+    if (m.t === "pong") return;
     if (!("id" in m)) return;
     const p = slot.pending.get(m.id);
     if (p === undefined) return; // late message of a finished exchange
@@ -301,6 +367,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       requestDone: !(req.body instanceof ReadableStream),
     };
     slot.pending.set(id, p);
+    watch();
     let body: ArrayBuffer | true | null = null;
     let transfer: ArrayBuffer | undefined;
     let trailers: string[] | undefined;
@@ -355,6 +422,8 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(pinger);
+      pinger = undefined;
       for (const wake of [...waiters]) wake();
       await Promise.all(slots.map(async (slot) => {
         if (slot.restart !== undefined) return clearTimeout(slot.restart);
