@@ -6,7 +6,7 @@
  * a session's listeners (`code: ERR_HTTP2_ERROR`), which the worker must
  * contain and survive when it runs `node:http2` (`?client=node`);
  * `/__close` ends the worker without an `error` event (`self.close()`) and
- * `/__wedge` spins it for 2 s: both leave the main thread nothing
+ * `/__wedge` blocks it for 6 s: both leave the main thread nothing
  * but silence.
  *
  * @module
@@ -14,11 +14,8 @@
 
 /// <reference lib="deno.worker" />
 
-// The worker proper, with this module's own `?client=` (the worker reads its client from its URL).
-await import(
-  new URL(`./upstream_worker.ts${new URL(import.meta.url).search}`, import.meta.url).href
-);
-
+// Registered first: the worker proper may start listening (`ready`) before
+// its import below resolves.
 self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: string }>>) => {
   for (const m of e.data) {
     if (m.t === "req" && m.path === "/__crash") {
@@ -28,14 +25,10 @@ self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: stri
     }
     if (m.t === "req" && m.path === "/__close") setTimeout(() => self.close(), 50);
     if (m.t === "req" && m.path === "/__wedge") {
-      setTimeout(() => {
-        // Bounded: Deno 2.9.6's terminate() does not stop a thread spinning
-        // in JavaScript; it ends when the loop does.
-        const end = performance.now() + 2_000;
-        while (performance.now() < end) {
-          // spins
-        }
-      }, 50);
+      // Blocks the thread for 6 s without burning a core (a spinning loop
+      // would do the same to the event loop, and Deno 2.9.6's terminate()
+      // does not stop a thread spinning in JavaScript).
+      setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 6_000), 50);
     }
     if (m.t === "req" && m.path === "/__http2_error") {
       setTimeout(() => {
@@ -44,3 +37,8 @@ self.addEventListener("message", (e: MessageEvent<Array<{ t: string; path?: stri
     }
   }
 });
+
+// The worker proper, with this module's own `?client=` (the worker reads its client from its URL).
+await import(
+  new URL(`./upstream_worker.ts${new URL(import.meta.url).search}`, import.meta.url).href
+);

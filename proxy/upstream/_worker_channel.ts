@@ -58,6 +58,13 @@ export type Msg =
   | { t: "fail"; id: number; kind: UpstreamFailureKind | null; message: string }
   | { t: "closed" }
   | { t: "pong" }
+  /**
+   * The worker listens: its first message. Deno dispatches a worker's
+   * messages while its module graph still evaluates (top-level await) and
+   * drops those that find no listener, so the main thread holds its
+   * messages until this one.
+   */
+  | { t: "ready" }
   // body streams, both directions (request body main → worker, response body worker → main)
   | { t: "data"; id: number; buf: ArrayBuffer }
   /** The body ended; `trailers` (flat): the trailer section that followed it, if any. */

@@ -170,3 +170,6 @@ function receive(m: Msg): void {
 self.onmessage = (e: MessageEvent<Msg[]>) => {
   for (const m of e.data) receive(m);
 };
+// Only now may the main thread send: a message dispatched before the
+// listener above exists is dropped (see `ready` in `_worker_channel.ts`).
+out.send({ t: "ready" });

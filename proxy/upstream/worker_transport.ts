@@ -6,7 +6,9 @@
  * - Each backend address is pinned to one worker (the one with the fewest
  *   addresses when first seen), so its pooled HTTP/2 session lives there.
  * - Messages are batched: one `postMessage` per event-loop turn per worker,
- *   buffers transferred (`_worker_channel.ts` has the protocol).
+ *   buffers transferred (`_worker_channel.ts` has the protocol). A new
+ *   worker gets nothing until it says `ready`: Deno drops a message that
+ *   reaches a worker before its listener exists.
  * - Bodies stream both ways with bounded credit (256 KiB per direction per
  *   exchange); a small complete response body comes whole with the head.
  * - Timeouts run inside the worker; the main thread keeps no per-request
@@ -22,8 +24,9 @@
  * - A worker is also dead when it stops answering: while it carries
  *   exchanges, the main thread pings it every {@link PING_PERIOD_MS}; one
  *   that has not answered for {@link UNRESPONSIVE_MS} (wedged in a loop, or
- *   gone without an `error` event, which Deno does not always deliver) is
- *   terminated and handled as above. Without this, its exchanges would wait
+ *   gone without an `error` event, which Deno does not always deliver;
+ *   {@link STARTUP_MS} before its first word) is terminated and handled as
+ *   above. Without this, its exchanges would wait
  *   for ever: their timeouts run in the worker.
  *
  * @module
@@ -58,6 +61,12 @@ export const PING_PERIOD_MS = 1_000;
 
 /** A worker that carries exchanges and has not answered a ping for this long is dead (ms). */
 export const UNRESPONSIVE_MS = 10_000;
+
+/**
+ * The same limit for a worker that has not said a word since it started
+ * (ms): it may still be loading its modules, slowly on a busy machine.
+ */
+export const STARTUP_MS = 30_000;
 
 /** Options of {@link createWorkerTransport}. */
 export interface WorkerTransportOptions {
@@ -119,6 +128,12 @@ class Slot {
   restart: ReturnType<typeof setTimeout> | undefined;
   /** When the oldest ping this worker has not answered yet went out (`performance.now()`), or -1. */
   pingedAt = -1;
+  /**
+   * Batches for the current worker held until it is `ready` (it listens),
+   * or `null` once it is: {@link UNRESPONSIVE_MS} then applies to its
+   * pings, not {@link STARTUP_MS}.
+   */
+  held: Array<[Msg[], ArrayBuffer[]]> | null = [];
 
   constructor(readonly index: number) {}
 }
@@ -142,6 +157,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
   const pauseMs = opts.restartPauseMs ?? RESTART_PAUSE_MS;
   const waitMs = 2 * pauseMs;
   const unresponsiveMs = opts.unresponsiveMs ?? UNRESPONSIVE_MS;
+  const startupMs = Math.max(unresponsiveMs, STARTUP_MS);
   const pins = new Map<string, Slot>();
   let nextId = 1;
   let closed = false;
@@ -155,9 +171,18 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
     slot.startedAt = performance.now();
     slot.restart = undefined;
     slot.pingedAt = -1;
-    slot.out = new Outbox((msgs, transfer) => worker.postMessage(msgs, transfer));
+    const held: Array<[Msg[], ArrayBuffer[]]> = slot.held = [];
+    slot.out = new Outbox((msgs, transfer) => {
+      if (slot.held === held) held.push([msgs, transfer]);
+      else worker.postMessage(msgs, transfer);
+    });
     worker.onmessage = (e: MessageEvent<Msg[]>) => {
       if (slot.worker !== worker) return;
+      if (slot.held === held) {
+        // Its first message (`ready`): what waited for it goes out, in order.
+        slot.held = null;
+        for (const [msgs, transfer] of held) worker.postMessage(msgs, transfer);
+      }
       slot.pingedAt = -1; // any message shows the worker alive
       for (const m of e.data) receive(slot, m);
     };
@@ -211,7 +236,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
       if (slot.pingedAt < 0) {
         slot.pingedAt = now;
         slot.out.send({ t: "ping" });
-      } else if (now - slot.pingedAt >= unresponsiveMs) {
+      } else if (now - slot.pingedAt >= (slot.held === null ? unresponsiveMs : startupMs)) {
         const silent = Math.round(now - slot.pingedAt);
         const cause = new Error(`no answer to a ping for ${silent} ms`);
         retire(slot, slot.worker, cause.message, cause);
@@ -296,7 +321,7 @@ export function createWorkerTransport(opts: WorkerTransportOptions): UpstreamTra
 
   const receive = (slot: Slot, m: Msg) => {
     if (m.t === "closed") return slot.closedAck?.();
-    if (m.t === "pong") return;
+    if (m.t === "pong" || m.t === "ready") return;
     if (!("id" in m)) return;
     const p = slot.pending.get(m.id);
     if (p === undefined) return; // late message of a finished exchange

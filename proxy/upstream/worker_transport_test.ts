@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { deadline } from "../../shared/deadline.ts";
 import { drainCounting, startBackend, type TestBackend } from "./_test_backend.ts";
 import { failMessage, reviveError } from "./_worker_channel.ts";
 import { outcomeOfError, OUTCOMES } from "./outcome.ts";
@@ -14,6 +15,7 @@ import { UpstreamError, type UpstreamRequest } from "./transport.ts";
 import { createWorkerTransport } from "./worker_transport.ts";
 
 const CRASH_WORKER = new URL("./_test_crash_worker.ts", import.meta.url);
+const SLOW_START_WORKER = new URL("./_test_slow_start_worker.ts", import.meta.url);
 
 function request(b: TestBackend, path: string): UpstreamRequest {
   return {
@@ -90,7 +92,7 @@ Deno.test({
   },
 });
 
-for (const [how, path] of [["ends without an error event", "/__close"], ["spins", "/__wedge"]]) {
+for (const [how, path] of [["ends without an error event", "/__close"], ["is stuck", "/__wedge"]]) {
   Deno.test({
     ...opts,
     name:
@@ -104,7 +106,8 @@ for (const [how, path] of [["ends without an error event", "/__close"], ["spins"
       const t = createWorkerTransport({
         workers: 2,
         workerUrl: CRASH_WORKER,
-        unresponsiveMs: 400,
+        // Long enough that worker b, which answers, is never taken for dead on a busy machine.
+        unresponsiveMs: 2_000,
         restartPauseMs: 0,
         onWorkerRestart: (i) => void restarts.push(i),
       });
@@ -137,17 +140,18 @@ for (const [how, path] of [["ends without an error event", "/__close"], ["spins"
 
 Deno.test({
   ...opts,
-  name: "a busy worker is not mistaken for a dead one: a long download keeps answering its pings",
+  name:
+    "a busy worker is not mistaken for a dead one: it answers its pings through a long download, and an idle one is not pinged",
   async fn() {
     const a = await startBackend();
     ok(a);
     a.route("/slow", (stream) => {
-      // One small chunk every 100 ms for 1.5 s: far longer than the 300 ms of silence allowed.
+      // One small chunk every 100 ms for 3 s: three times the silence allowed.
       stream.respond({ ":status": 200 });
       let n = 0;
       const timer = setInterval(() => {
         stream.write(new Uint8Array(10));
-        if (++n === 15) {
+        if (++n === 30) {
           clearInterval(timer);
           stream.end();
         }
@@ -157,16 +161,16 @@ Deno.test({
     const restarts: number[] = [];
     const t = createWorkerTransport({
       workers: 1,
-      unresponsiveMs: 300,
+      unresponsiveMs: 1_000,
       onWorkerRestart: (i) => void restarts.push(i),
     });
     try {
       const res = await t.exchange(request(a, "/slow"));
       assert.equal(res.status, 200);
       const { bytes } = await drainCounting(res.body as ReadableStream<Uint8Array>);
-      assert.equal(bytes, 150);
+      assert.equal(bytes, 300);
       // Idle between requests: no pings are due, nothing is retired.
-      await new Promise((r) => setTimeout(r, 700));
+      await new Promise((r) => setTimeout(r, 1_500));
       assert.equal((await t.exchange(request(a, "/"))).status, 200);
       assert.deepEqual(restarts, []);
     } finally {
@@ -232,6 +236,32 @@ Deno.test({
       }
       assert.equal((await t.exchange(request(a, "/"))).status, 200);
       assert.equal(restarts, 0, "the worker never died");
+    } finally {
+      await t.close();
+      await a.close();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name:
+    "requests sent while a new worker still loads wait for its `ready`: none is dropped (Deno drops messages that find no listener)",
+  async fn() {
+    const a = await startBackend();
+    ok(a);
+    const t = createWorkerTransport({ workers: 1, workerUrl: SLOW_START_WORKER });
+    try {
+      // Sent at once, while the worker sits in its 300 ms of top-level await.
+      // A dropped request would never be answered (its timeout runs in the
+      // worker, and the worker answers its pings): bounded here.
+      const all = await deadline(
+        Promise.all(Array.from({ length: 5 }, () => t.exchange(request(a, "/")))),
+        20_000,
+        () => new Error("a request sent before the worker listened was lost"),
+      );
+      assert.deepEqual(all.map((r) => r.status), [200, 200, 200, 200, 200]);
+      assert.equal(a.seen.length, 5);
     } finally {
       await t.close();
       await a.close();
