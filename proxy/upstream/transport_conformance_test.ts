@@ -387,7 +387,8 @@ for (const s of SUBJECTS) {
       const err = await failure(p);
       assert.equal(err.kind, "aborted");
       assert.equal(err.backendFault, false);
-      assert.ok(performance.now() - start < 100);
+      // At once: far sooner than the exchange's 10 s timeout (a busy machine may add a second).
+      assert.ok(performance.now() - start < 2_000);
       assert.equal(await b.seen[0].closed, http2.constants.NGHTTP2_CANCEL);
       // Already aborted: fails without reaching the backend.
       const again = await failure(t.exchange(request(b, { path: "/stall", signal: ac.signal })));
