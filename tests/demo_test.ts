@@ -10,6 +10,43 @@ import { H3TestClient } from "./support/h3_client.ts";
 const ROOT = new URL("../", import.meta.url).pathname;
 
 Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", async () => {
+  const lock = await demoPortsLock();
+  try {
+    await runDemo();
+  } finally {
+    lock.close(); // releases the lock
+  }
+});
+
+/**
+ * The demo's ports are fixed (the README prints them), so a second test run
+ * on the same machine waits here for the first one's demo to stop, instead
+ * of failing on ports in use. The lock goes with the process that holds it.
+ */
+async function demoPortsLock(): Promise<Deno.FsFile> {
+  const dir = Deno.env.get("TMPDIR") ?? "/tmp";
+  const file = await Deno.open(`${dir}/spooky-demo-ports.lock`, { create: true, write: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      file.lock(true),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error("the demo's ports stayed held by another run for 5 minutes")),
+          300_000,
+        );
+      }),
+    ]);
+  } catch (err) {
+    file.close();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return file;
+}
+
+async function runDemo(): Promise<void> {
   const token = `test-${crypto.randomUUID().slice(0, 8)}`;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["task", "start"],
@@ -110,7 +147,7 @@ Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", a
     assert.match(stderr, /Shutdown complete/);
     assert.match(out, /\[proxy\] exited with code 0/);
   }
-});
+}
 
 async function hasCommand(name: string): Promise<boolean> {
   const r = await new Deno.Command("bash", { args: ["-c", `command -v ${name}`], stdout: "null" })
