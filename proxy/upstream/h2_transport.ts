@@ -33,6 +33,7 @@
  */
 
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
+import { ResetBudget } from "./reset_budget.ts";
 import { H2ClientConnection, type H2ConnectionOptions, type H2Event } from "../h2/connection.ts";
 import { H2Code, h2CodeName } from "../h2/errors.ts";
 import { responseHasNoBody } from "../h3/fields.ts";
@@ -154,6 +155,8 @@ class Exchange {
   state: "queued" | "open" | "done" = "queued";
   session: Session | null = null;
   stream = 0;
+  /** When its stream opened (`performance.now()` ms). */
+  openedAt = 0;
   settled = false;
   replays = 0;
   /** When waiting for a stream runs out (`performance.now()` ms): never opened past it. */
@@ -219,6 +222,9 @@ class Session {
   #pingOut = false;
   /** Waits for the backend's first SETTINGS. */
   #settingsWatch: IdleWatch | null = null;
+  /** Paces resets of streams the backend may not have accepted yet (`reset_budget.ts`). */
+  readonly resets = new ResetBudget();
+  #resetTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly pool: Pool, codecOpts: H2ConnectionOptions | undefined) {
     this.codec = new H2ClientConnection(codecOpts);
@@ -371,7 +377,12 @@ class Session {
         }
         this.pool.pump();
         return;
-      case "response":
+      case "response": {
+        // The backend took this stream, so every earlier one too: resets wait less.
+        const due = this.resets.answered(ev.stream, performance.now());
+        if (due.length > 0) this.sendResets(due);
+      }
+      /* falls through */
       case "data":
       case "trailers": {
         const x = this.exchanges.get(ev.stream);
@@ -410,6 +421,29 @@ class Session {
           ev.local ? "protocol" : "reset",
         );
     }
+  }
+
+  /**
+   * Resets (CANCEL) the streams the client left whose reset waited for the
+   * budget, and arms the timer for the ones still waiting.
+   */
+  sendResets(streams: number[]): void {
+    clearTimeout(this.#resetTimer);
+    this.#resetTimer = undefined;
+    if (this.closed) return;
+    for (const stream of streams) {
+      if (this.codec.hasStream(stream)) this.codec.resetStream(stream, H2Code.CANCEL);
+    }
+    if (streams.length > 0) this.flush();
+    const next = this.resets.nextDue();
+    if (next !== null) {
+      const wait = Math.max(1, Math.ceil(next - performance.now()));
+      this.#resetTimer = setTimeout(() => {
+        this.#resetTimer = undefined;
+        this.sendResets(this.resets.due(performance.now()));
+      }, wait);
+    }
+    if (streams.length > 0) this.streamDone();
   }
 
   /** A stream finished (either way): idle bookkeeping and the queue. */
@@ -483,6 +517,8 @@ class Session {
 
   #shut(closeConn = true): void {
     this.closed = true;
+    clearTimeout(this.#resetTimer);
+    this.#resetTimer = undefined;
     this.idle?.cancel();
     this.idle = null;
     this.#live?.cancel();
@@ -699,6 +735,7 @@ class H2Transport implements UpstreamTransport {
       return this.#enqueue(x);
     }
     x.state = "open";
+    x.openedAt = performance.now();
     x.stream = r.id;
     s.exchanges.set(r.id, x);
     if (req.body !== null) {
@@ -970,8 +1007,16 @@ class H2Transport implements UpstreamTransport {
     if (s === null || x.stream === 0) return;
     if (s.exchanges.get(x.stream) === x) s.exchanges.delete(x.stream);
     if (s.codec.hasStream(x.stream)) {
-      s.codec.resetStream(x.stream, code);
-      s.flush();
+      if (
+        code !== H2Code.CANCEL ||
+        s.resets.admit(x.stream, x.status !== 0, x.openedAt, performance.now())
+      ) {
+        s.codec.resetStream(x.stream, code);
+        s.flush();
+      } else {
+        // Past the budget: the stream stays open at the backend a little longer.
+        s.sendResets([]);
+      }
     }
     s.streamDone();
   }

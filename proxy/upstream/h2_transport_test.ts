@@ -280,3 +280,54 @@ test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connec
     for (const c of held) c.close();
   }
 });
+
+test("rapid reset defence of hyper backends: clients leaving in a burst do not make Deno.serve drop the session and everyone's requests with it", async () => {
+  // Deno.serve is hyper on Rust's h2 crate, which ends a connection with
+  // GOAWAY ENHANCE_YOUR_CALM once more than 20 streams reset by the client
+  // wait in its accept queue. Without the reset budget this case failed 150
+  // of its kept requests ("backend closed the connection").
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    await req.arrayBuffer().catch(() => {});
+    return new Response("ok");
+  });
+  const t = createH2Transport({ maxSessionsPerAddress: 1 });
+  const base = {
+    address: `127.0.0.1:${server.addr.port}`,
+    path: "/",
+    authority: "a.test",
+    headers: [] as Array<[string, string]>,
+    timeoutMs: 30_000,
+  };
+  try {
+    // Three rounds: without the budget one round in three failed here.
+    for (let round = 0; round < 3; round++) await burst(round);
+  } finally {
+    await t.close();
+    await server.shutdown();
+  }
+
+  async function burst(round: number): Promise<void> {
+    const left: Promise<unknown>[] = [];
+    const kept: Promise<string>[] = [];
+    for (let i = 0; i < 150; i++) {
+      // A client that leaves 10 ms after its request went out, body unfinished.
+      const ac = new AbortController();
+      const never = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}) });
+      left.push(
+        t.exchange({ ...base, method: "POST", body: never, signal: ac.signal }).catch(() => {}),
+      );
+      setTimeout(() => ac.abort(), 10);
+      // And one that stays.
+      kept.push(
+        t.exchange({ ...base, method: "POST", body: new Uint8Array(3) }).then(
+          async (res) => `${res.status} ${await new Response(res.body as ReadableStream).text()}`,
+          (e: UpstreamError) => `${e.kind}: ${e.message}`,
+        ),
+      );
+    }
+    await Promise.all(left);
+    const answers = await Promise.all(kept);
+    const failed = answers.filter((a) => a !== "200 ok");
+    assert.deepEqual(failed, [], `round ${round}: ${failed.length} of 150 kept requests failed`);
+  }
+});
