@@ -141,7 +141,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           authority,
           headers,
           body,
-          trailers: req.trailers,
+          trailers: body === null ? undefined : req.trailers,
           timeoutMs: pool.timeoutMs,
           signal: req.signal,
         });

@@ -370,3 +370,20 @@ Deno.test("forward: RFC 9113 §8.2-8.3, RFC 9110 §15: an invalid backend respon
     assert.equal((await f.forward(incoming("GET"), pool, one, "/x", "a.test")).status, status);
   }
 });
+
+Deno.test("forward: RFC 9110 §9.3.2: a HEAD request's content is read and dropped, not forwarded (hyper would drop the whole session on its trailers)", async () => {
+  const { forward, seen } = forwarder([200]);
+  const req: IncomingRequest = {
+    ...incoming("HEAD", new Uint8Array([1, 2, 3])),
+    trailers: () => [["x-t", "1"]],
+  };
+  const res = await forward(req, pool, one, "/x", "a.test");
+  assert.equal(res.status, 200);
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0].body, null);
+  assert.ok(!seen[0].headers.some(([n]) => n === "content-length"), "no content-length sent");
+  assert.equal(seen[0].trailers, undefined, "no trailer section either");
+  // The client's content was read to its end (nothing is left waiting on it).
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(await req.body!.getReader().read(), { done: true, value: undefined });
+});

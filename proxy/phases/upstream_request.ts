@@ -53,6 +53,16 @@ export function upstreamBody(
   headers: Array<[string, string]>,
 ): UpstreamBody | Promise<UpstreamBody> {
   const body = req.body;
+  if (req.head.method === "HEAD") {
+    // HEAD content has no meaning (RFC 9110 §9.3.2) and is not forwarded.
+    // A backend answers a HEAD at once and closes the stream, so content
+    // still in flight hits a closed stream; hyper's h2 forgets closed
+    // streams past ten, and then ends the whole connection, every other
+    // request on it included, on a trailer section (PROTOCOL_ERROR). The
+    // client's content is read and dropped.
+    if (body !== null) body.pipeTo(new WritableStream()).catch(() => {});
+    return null;
+  }
   const declared = req.head.contentLength;
   if (body === null || declared === undefined) return body;
   if (declared <= BUFFER_BODY_LIMIT) return readWhole(body, declared, headers);

@@ -224,6 +224,8 @@ class Session {
   #settingsWatch: IdleWatch | null = null;
   /** Paces resets of streams the backend may not have accepted yet (`reset_budget.ts`). */
   readonly resets = new ResetBudget();
+  /** The backend's GOAWAY, described for the failure of the streams it left open, or "". */
+  #goaway = "";
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly pool: Pool, codecOpts: H2ConnectionOptions | undefined) {
@@ -285,7 +287,12 @@ class Session {
       this.#writing = false;
       this.#wakeDrain();
       this.fail(
-        new UpstreamError("reset", `write to backend failed: ${(err as Error).message}`),
+        new UpstreamError(
+          "reset",
+          `write to backend failed: ${(err as Error).message}${
+            this.#goaway === "" ? "" : ` ${this.#goaway}`
+          }`,
+        ),
         "reset",
       );
     });
@@ -335,13 +342,18 @@ class Session {
         this.flush();
         if (this.closed) return;
       }
-      this.fail(new UpstreamError("reset", "backend closed the connection"), "reset");
+      const why = this.#goaway === "" ? "" : ` ${this.#goaway}`;
+      this.fail(new UpstreamError("reset", `backend closed the connection${why}`), "reset");
     } catch (err) {
       if (this.closed) return;
       this.fail(
-        new UpstreamError("reset", `backend connection failed: ${(err as Error).message}`, {
-          cause: err,
-        }),
+        new UpstreamError(
+          "reset",
+          `backend connection failed: ${(err as Error).message}${
+            this.#goaway === "" ? "" : ` ${this.#goaway}`
+          }`,
+          { cause: err },
+        ),
         "reset",
       );
     }
@@ -405,6 +417,9 @@ class Session {
         }
         return;
       case "goaway":
+        this.#goaway = `after GOAWAY ${h2CodeName(ev.code)} (last stream ${ev.lastStreamId}${
+          ev.debug === "" ? "" : `, "${ev.debug}"`
+        })`;
         this.pool.pump();
         if (this.exchanges.size === 0) this.close();
         return;
