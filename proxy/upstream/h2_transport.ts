@@ -224,7 +224,7 @@ class Session {
   #settingsWatch: IdleWatch | null = null;
   /** Paces resets of streams the backend may not have accepted yet (`reset_budget.ts`). */
   readonly resets = new ResetBudget();
-  /** The backend's GOAWAY, described for the failure of the streams it left open, or "". */
+  /** The backend's GOAWAY, as a suffix (" after GOAWAY …") for the failure of the streams it left open, or "". */
   #goaway = "";
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -289,9 +289,7 @@ class Session {
       this.fail(
         new UpstreamError(
           "reset",
-          `write to backend failed: ${(err as Error).message}${
-            this.#goaway === "" ? "" : ` ${this.#goaway}`
-          }`,
+          `write to backend failed: ${(err as Error).message}${this.#goaway}`,
         ),
         "reset",
       );
@@ -342,16 +340,16 @@ class Session {
         this.flush();
         if (this.closed) return;
       }
-      const why = this.#goaway === "" ? "" : ` ${this.#goaway}`;
-      this.fail(new UpstreamError("reset", `backend closed the connection${why}`), "reset");
+      this.fail(
+        new UpstreamError("reset", `backend closed the connection${this.#goaway}`),
+        "reset",
+      );
     } catch (err) {
       if (this.closed) return;
       this.fail(
         new UpstreamError(
           "reset",
-          `backend connection failed: ${(err as Error).message}${
-            this.#goaway === "" ? "" : ` ${this.#goaway}`
-          }`,
+          `backend connection failed: ${(err as Error).message}${this.#goaway}`,
           { cause: err },
         ),
         "reset",
@@ -391,8 +389,10 @@ class Session {
         return;
       case "response": {
         // The backend took this stream, so every earlier one too: resets wait less.
-        const due = this.resets.answered(ev.stream, performance.now());
-        if (due.length > 0) this.sendResets(due);
+        if (!this.resets.empty) {
+          const due = this.resets.answered(ev.stream, performance.now());
+          if (due.length > 0) this.sendResets(due);
+        }
       }
       /* falls through */
       case "data":
@@ -417,7 +417,7 @@ class Session {
         }
         return;
       case "goaway":
-        this.#goaway = `after GOAWAY ${h2CodeName(ev.code)} (last stream ${ev.lastStreamId}${
+        this.#goaway = ` after GOAWAY ${h2CodeName(ev.code)} (last stream ${ev.lastStreamId}${
           ev.debug === "" ? "" : `, "${ev.debug}"`
         })`;
         this.pool.pump();
@@ -440,25 +440,30 @@ class Session {
 
   /**
    * Resets (CANCEL) the streams the client left whose reset waited for the
-   * budget, and arms the timer for the ones still waiting.
+   * budget, and re-arms the timer for the ones still waiting.
    */
   sendResets(streams: number[]): void {
-    clearTimeout(this.#resetTimer);
-    this.#resetTimer = undefined;
     if (this.closed) return;
     for (const stream of streams) {
       if (this.codec.hasStream(stream)) this.codec.resetStream(stream, H2Code.CANCEL);
     }
-    if (streams.length > 0) this.flush();
+    this.flush();
+    this.armResets();
+    this.streamDone();
+  }
+
+  /** Sets the timer for when the next waiting reset may go out (none while none waits). */
+  armResets(): void {
+    clearTimeout(this.#resetTimer);
+    this.#resetTimer = undefined;
     const next = this.resets.nextDue();
-    if (next !== null) {
-      const wait = Math.max(1, Math.ceil(next - performance.now()));
-      this.#resetTimer = setTimeout(() => {
-        this.#resetTimer = undefined;
-        this.sendResets(this.resets.due(performance.now()));
-      }, wait);
-    }
-    if (streams.length > 0) this.streamDone();
+    if (next === null || this.closed) return;
+    this.#resetTimer = setTimeout(() => {
+      this.#resetTimer = undefined;
+      const due = this.resets.due(performance.now());
+      if (due.length > 0) this.sendResets(due);
+      else this.armResets();
+    }, Math.max(1, Math.ceil(next - performance.now())));
   }
 
   /** A stream finished (either way): idle bookkeeping and the queue. */
@@ -1030,7 +1035,7 @@ class H2Transport implements UpstreamTransport {
         s.flush();
       } else {
         // Past the budget: the stream stays open at the backend a little longer.
-        s.sendResets([]);
+        s.armResets();
       }
     }
     s.streamDone();

@@ -42,6 +42,11 @@ export class ResetBudget {
 
   constructor(readonly budget = RESET_BUDGET, readonly graceMs = ACCEPT_GRACE_MS) {}
 
+  /** Nothing counted and nothing waiting (an answer then changes nothing). */
+  get empty(): boolean {
+    return this.#blind.length === 0 && this.#deferred.length === 0;
+  }
+
   /** Resets waiting for room. */
   get deferred(): number {
     return this.#deferred.length;
@@ -69,7 +74,7 @@ export class ResetBudget {
    * have left its accept queue. Returns the deferred streams to reset now.
    */
   answered(stream: number, now: number): number[] {
-    if (this.#blind.length === 0 && this.#deferred.length === 0) return [];
+    if (this.empty) return [];
     this.#blind = this.#blind.filter((b) => b.stream > stream);
     const out: number[] = [];
     this.#deferred = this.#deferred.filter((d) => {
