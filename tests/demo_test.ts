@@ -5,6 +5,7 @@
  * stops everything cleanly.
  */
 import assert from "node:assert/strict";
+import { deadline } from "../shared/deadline.ts";
 import { H3TestClient } from "./support/h3_client.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -26,22 +27,15 @@ Deno.test("demo: deno task start serves the payments API over HTTP/3 on 9889", a
 async function demoPortsLock(): Promise<Deno.FsFile> {
   const dir = Deno.env.get("TMPDIR") ?? "/tmp";
   const file = await Deno.open(`${dir}/spooky-demo-ports.lock`, { create: true, write: true });
-  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    await Promise.race([
+    await deadline(
       file.lock(true),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error("the demo's ports stayed held by another run for 5 minutes")),
-          300_000,
-        );
-      }),
-    ]);
+      300_000,
+      () => new Error("the demo's ports stayed held by another run for 5 minutes"),
+    );
   } catch (err) {
     file.close();
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
   return file;
 }

@@ -37,6 +37,7 @@ import {
   QpackEncoder,
 } from "../../proxy/h3/mod.ts";
 import { rng as prng } from "../../proxy/h3/_test_util.ts";
+import { settledWithin } from "../../shared/deadline.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
@@ -322,8 +323,6 @@ async function runCase(conn: Deno.QuicConn, bytes: Uint8Array, closed: { v: bool
  * §10.2.1), so a new stream's bytes draw it out.
  */
 async function closedOnProbe(conn: Deno.QuicConn): Promise<boolean> {
-  let settled = false;
-  const closed = conn.closed.then(() => (settled = true), () => (settled = true));
   try {
     const probe = await conn.createBidirectionalStream();
     const w = probe.writable.getWriter();
@@ -331,10 +330,7 @@ async function closedOnProbe(conn: Deno.QuicConn): Promise<boolean> {
   } catch {
     return true; // the connection is gone already
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([closed, new Promise((r) => timer = setTimeout(r, 5_000))]);
-  clearTimeout(timer);
-  return settled;
+  return await settledWithin(conn.closed, 5_000);
 }
 
 /** Garbage on the control or QPACK encoder stream of its own connection. */
