@@ -215,7 +215,7 @@ export class H3TestClient {
         frames.push(chunk);
         for (let ev = frames.next(); ev !== NEED_MORE; ev = frames.next()) {
           if (ev.kind === "data") body.push(ev.chunk.slice());
-          else if (ev.type === FrameType.HEADERS) {
+          else if (ev.kind === "frame" && ev.type === FrameType.HEADERS) {
             const fields = this.#decoder.decodeSection(0, ev.payload) as Array<[string, string]>;
             if (status === 0) {
               status = Number(fields.find(([n]) => n === ":status")?.[1]);

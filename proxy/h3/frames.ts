@@ -13,6 +13,11 @@
  * - rejects the HTTP/2-only types 0x2, 0x6, 0x8, 0x9 with
  *   H3_FRAME_UNEXPECTED (RFC 9114 §7.2.8, §11.2.1).
  *
+ * A HEADERS frame longer than `maxHeadersSize` (but within `maxFrameSize`) is
+ * not buffered either: it yields one `oversized` event as soon as its header is
+ * read, and its payload is discarded as it arrives. Its receiver answers it as
+ * a field section over the size limit (RFC 9114 §4.2.2), a stream error.
+ *
  * Limits (connection errors):
  * - a HEADERS, PUSH_PROMISE or SETTINGS frame longer than `maxFrameSize` →
  *   H3_EXCESSIVE_LOAD. The frame is well formed, the peer only asks for more
@@ -53,15 +58,26 @@ export function isReservedFrameType(type: number | bigint): boolean {
   return big >= 0x21n && (big - 0x21n) % 0x1fn === 0n;
 }
 
-/** One decoded item: a whole non-DATA frame, or a piece of a DATA frame's payload. */
+/**
+ * One decoded item: a whole non-DATA frame, a piece of a DATA frame's
+ * payload, or a HEADERS frame over `maxHeadersSize` whose payload is skipped
+ * (`length` bytes; only with that option set).
+ */
 export type FrameEvent =
   | { kind: "frame"; type: number; payload: Uint8Array }
-  | { kind: "data"; chunk: Uint8Array };
+  | { kind: "data"; chunk: Uint8Array }
+  | { kind: "oversized"; type: number; length: number };
 
 /** Options of {@link FrameDecoder}. */
 export interface FrameDecoderOptions {
   /** Largest payload accepted for a HEADERS, PUSH_PROMISE or SETTINGS frame. Default 64 KiB. */
   maxFrameSize?: number;
+  /**
+   * Largest HEADERS payload delivered; a longer one, up to `maxFrameSize`, is
+   * reported as an `oversized` event and skipped unbuffered. Default: no
+   * HEADERS frame is skipped.
+   */
+  maxHeadersSize?: number;
 }
 
 /** The header of a frame: `type | length`. Lets a DATA payload be sent without copying it. */
@@ -139,6 +155,8 @@ const EMPTY = new Uint8Array(0);
 export class FrameDecoder {
   /** Largest non-DATA payload accepted (see {@link FrameDecoderOptions}). */
   readonly maxFrameSize: number;
+  /** Largest HEADERS payload delivered rather than skipped (see {@link FrameDecoderOptions}). */
+  readonly maxHeadersSize: number;
 
   #chunks: Uint8Array[] = [];
   #ci = 0;
@@ -148,6 +166,8 @@ export class FrameDecoder {
   #type = 0;
   #remaining = 0;
   #dataStart = false;
+  /** The frame being skipped is an oversized HEADERS frame not yet reported. */
+  #oversized = false;
   #framesStarted = 0;
   #scratch = new Uint8Array(16);
   #error: H3Error | undefined;
@@ -155,12 +175,17 @@ export class FrameDecoder {
   /**
    * Creates a decoder at the start of a stream.
    *
-   * @param opts frame size limit (default {@link DEFAULT_MAX_FRAME_SIZE}).
+   * @param opts frame size limits (default {@link DEFAULT_MAX_FRAME_SIZE}, no HEADERS skipped).
    */
   constructor(opts: FrameDecoderOptions = {}) {
     const max = opts.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
     if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`bad maxFrameSize ${max}`);
+    const headers = opts.maxHeadersSize ?? max;
+    if (!Number.isSafeInteger(headers) || headers < 0) {
+      throw new RangeError(`bad maxHeadersSize ${headers}`);
+    }
     this.maxFrameSize = max;
+    this.maxHeadersSize = headers;
   }
 
   /** Adds received bytes. The chunk is kept by reference, not copied. */
@@ -231,6 +256,11 @@ export class FrameDecoder {
           return { kind: "data", chunk };
         }
         case S_SKIP: {
+          if (this.#oversized) {
+            // Announced before any of its payload is dropped: `#remaining` is its length.
+            this.#oversized = false;
+            return { kind: "oversized", type: this.#type, length: this.#remaining };
+          }
           const n = Math.min(this.#remaining, this.#buffered);
           this.#discard(n);
           this.#remaining -= n;
@@ -301,7 +331,8 @@ export class FrameDecoder {
             } of ${length} bytes exceeds the limit of ${this.maxFrameSize}`,
           );
         }
-        this.#state = S_BODY;
+        this.#oversized = type === FrameType.HEADERS && length > this.maxHeadersSize;
+        this.#state = this.#oversized ? S_SKIP : S_BODY;
         return;
       case FrameType.CANCEL_PUSH:
       case FrameType.GOAWAY:

@@ -35,8 +35,10 @@ function normalize(events: FrameEvent[]): Array<{ kind: string; type?: number; b
       const last = out[out.length - 1];
       if (last?.kind === "data") last.bytes.push(...ev.chunk);
       else out.push({ kind: "data", bytes: [...ev.chunk] });
-    } else {
+    } else if (ev.kind === "frame") {
       out.push({ kind: "frame", type: ev.type, bytes: [...ev.payload] });
+    } else {
+      out.push({ kind: "oversized", type: ev.type, bytes: [ev.length] });
     }
   }
   return out;
@@ -139,6 +141,37 @@ Deno.test("RFC 9114 §10.5: HEADERS larger than maxFrameSize is H3_EXCESSIVE_LOA
   const pp = new FrameDecoder();
   pp.push(encodeFrameHeader(FrameType.PUSH_PROMISE, 2 ** 40));
   assertH3Error(() => pp.next(), H3Code.EXCESSIVE_LOAD, "connection");
+});
+
+Deno.test("#35.4: HEADERS over maxHeadersSize is one oversized event, its payload skipped unbuffered", () => {
+  const dec = new FrameDecoder({ maxFrameSize: 1000, maxHeadersSize: 100 });
+  const over = encodeFrame(FrameType.HEADERS, new Uint8Array(101).fill(7));
+  const next = encodeFrame(FrameType.HEADERS, new Uint8Array(100).fill(8));
+  // Reported as soon as the frame header is read, before any payload arrives.
+  dec.push(over.subarray(0, 3));
+  assert.deepEqual(drain(dec), [{ kind: "oversized", type: FrameType.HEADERS, length: 101 }]);
+  assert.equal(dec.atFrameBoundary, false);
+  // Its payload is dropped as it arrives, never held.
+  dec.push(over.subarray(3, 60));
+  assert.deepEqual(drain(dec), []);
+  assert.equal(dec.pendingBytes, 0);
+  dec.push(concat(over.subarray(60), next));
+  const after = drain(dec);
+  assert.equal(after.length, 1);
+  assert.ok(after[0].kind === "frame" && after[0].payload.length === 100);
+  assert.ok(dec.atFrameBoundary);
+  // Above maxFrameSize it is still the connection error, skipping or not.
+  const far = new FrameDecoder({ maxFrameSize: 1000, maxHeadersSize: 100 });
+  far.push(encodeFrameHeader(FrameType.HEADERS, 1001));
+  assertH3Error(() => far.next(), H3Code.EXCESSIVE_LOAD, "connection");
+  // Only HEADERS is skipped: SETTINGS and PUSH_PROMISE keep their own rules.
+  const settings = new FrameDecoder({ maxFrameSize: 1000, maxHeadersSize: 10 });
+  settings.push(encodeFrame(FrameType.SETTINGS, new Uint8Array(20)));
+  const s = drain(settings);
+  assert.ok(s.length === 1 && s[0].kind === "frame" && s[0].payload.length === 20);
+  // Without the option nothing is skipped.
+  assert.equal(new FrameDecoder({ maxFrameSize: 1000 }).maxHeadersSize, 1000);
+  assert.throws(() => new FrameDecoder({ maxHeadersSize: -1 }), RangeError);
 });
 
 Deno.test("RFC 9114 §7.1: GOAWAY/MAX_PUSH_ID/CANCEL_PUSH longer than one varint is H3_FRAME_ERROR", () => {
@@ -294,21 +327,24 @@ Deno.test("RFC 9114 §7.1: decoding is independent of chunk boundaries (property
       fc.array(frameSpec, { maxLength: 12 }),
       fc.array(fc.nat(), { maxLength: 40 }),
       fc.boolean(),
-      (specs, rawCuts, wide) => {
+      fc.option(fc.nat(200), { nil: undefined }),
+      (specs, rawCuts, wide, maxHeadersSize) => {
         const bytes = concat(
           ...specs.map((s) => wide ? encodeWide(s) : encodeFrame(s.type, s.payload)),
         );
         const expected: FrameEvent[] = [];
         for (const s of specs) {
           if (s.type === 0) expected.push({ kind: "data", chunk: s.payload });
-          else if ([1, 3, 4, 5, 7, 0xd].includes(s.type)) {
+          else if (s.type === 1 && s.payload.length > (maxHeadersSize ?? Infinity)) {
+            expected.push({ kind: "oversized", type: 1, length: s.payload.length });
+          } else if ([1, 3, 4, 5, 7, 0xd].includes(s.type)) {
             expected.push({ kind: "frame", type: s.type, payload: s.payload });
           }
         }
         const cuts = [
           ...new Set(rawCuts.map((c) => bytes.length === 0 ? 0 : c % (bytes.length + 1))),
         ].sort((a, b) => a - b);
-        const dec = new FrameDecoder();
+        const dec = new FrameDecoder({ maxHeadersSize });
         const got: FrameEvent[] = [];
         for (const piece of splitAt(bytes, cuts)) {
           dec.push(piece);

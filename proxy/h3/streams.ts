@@ -169,6 +169,7 @@ export class ControlStreamParser {
       const ev = this.#dec.next();
       if (ev === NEED_MORE) return events;
       if (ev.kind === "data") throw this.#unexpected(FrameType.DATA);
+      if (ev.kind === "oversized") throw this.#unexpected(ev.type);
       const { type, payload } = ev;
       if (this.#settings === undefined) {
         if (type !== FrameType.SETTINGS || this.#dec.framesStarted !== 1) {
@@ -281,9 +282,13 @@ function singleVarint(payload: Uint8Array, frame: string): number {
 // ---------------------------------------------------------------------------
 // Request stream
 
-/** What a client sent on a request stream. */
+/**
+ * What a client sent on a request stream. `headers_too_large` stands for a
+ * HEADERS frame over `maxHeadersSize`, skipped undecoded (`length` bytes).
+ */
 export type RequestEvent =
   | { type: "headers"; block: Uint8Array }
+  | { type: "headers_too_large"; length: number }
   | { type: "data"; chunk: Uint8Array }
   | { type: "end" };
 
@@ -296,8 +301,11 @@ const P_ENDED = 3;
  * Parses a client-initiated bidirectional stream as a server sees it
  * (RFC 9114 §4.1): HEADERS, then any DATA, then optionally trailing HEADERS.
  * `headers` events carry the encoded field section for QPACK; the first is the
- * request head, a second one the trailers. `data` events are zero-copy views
- * of the pushed chunks and never empty.
+ * request head, a second one the trailers. A HEADERS frame longer than
+ * `maxHeadersSize` takes the same place as a `headers_too_large` event, its
+ * payload skipped as it arrives (never buffered): the caller answers it as a
+ * field section over its limit (RFC 9114 §4.2.2), with no QPACK decoding.
+ * `data` events are zero-copy views of the pushed chunks and never empty.
  *
  * Connection errors H3_FRAME_UNEXPECTED (RFC 9114 §4.1, §7.2): DATA before
  * HEADERS, any DATA or HEADERS after trailers, SETTINGS / GOAWAY / MAX_PUSH_ID
@@ -315,7 +323,7 @@ export class RequestStreamParser {
   /**
    * Creates a parser for a new request stream.
    *
-   * @param opts the frame size limit.
+   * @param opts the frame size limits.
    */
   constructor(opts: FrameDecoderOptions = {}) {
     this.#dec = new FrameDecoder(opts);
@@ -348,10 +356,14 @@ export class RequestStreamParser {
         if (ev.chunk.length > 0) events.push({ type: "data", chunk: ev.chunk });
         continue;
       }
+      if (ev.kind === "oversized") {
+        this.#headersFrame();
+        events.push({ type: "headers_too_large", length: ev.length });
+        continue;
+      }
       switch (ev.type) {
         case FrameType.HEADERS:
-          if (this.#phase === P_TRAILERS) throw unexpected("HEADERS after trailers");
-          this.#phase = this.#phase === P_HEAD ? P_BODY : P_TRAILERS;
+          this.#headersFrame();
           events.push({ type: "headers", block: ev.payload });
           break;
         case FrameType.PUSH_PROMISE:
@@ -361,6 +373,12 @@ export class RequestStreamParser {
           throw unexpected(`control frame 0x${ev.type.toString(16)} on a request stream`);
       }
     }
+  }
+
+  /** A HEADERS frame starts the body, or is the trailers; none may follow trailers. */
+  #headersFrame(): void {
+    if (this.#phase === P_TRAILERS) throw unexpected("HEADERS after trailers");
+    this.#phase = this.#phase === P_HEAD ? P_BODY : P_TRAILERS;
   }
 
   /** The client ended the stream (FIN). Returns `[{ type: "end" }]` or throws. */

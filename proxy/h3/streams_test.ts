@@ -314,6 +314,39 @@ Deno.test("RFC 9114 §10.5: request HEADERS over maxFrameSize is H3_EXCESSIVE_LO
   );
 });
 
+Deno.test("#35.4: request HEADERS over maxHeadersSize is headers_too_large, in the head's or the trailers' place", () => {
+  const big = encodeFrame(FrameType.HEADERS, new Uint8Array(11).fill(0xaa));
+  const opts = { maxFrameSize: 100, maxHeadersSize: 10 };
+  // As the head: reported once its frame header is in, then the body follows.
+  const head = new RequestStreamParser(opts);
+  assert.deepEqual(head.push(big.subarray(0, 2)), [{ type: "headers_too_large", length: 11 }]);
+  assert.equal(head.headersReceived, true);
+  assert.deepEqual(feed(head, concat(big.subarray(2), DATA("01"), HEADERS("bb"))), [
+    { type: "data", chunk: hex("01") },
+    { type: "headers", block: hex("bb") },
+    { type: "end" },
+  ]);
+  // As the trailers: nothing may follow.
+  const trailers = new RequestStreamParser(opts);
+  assert.deepEqual(feed(trailers, concat(HEADERS("aa"), DATA("01"), big)), [
+    { type: "headers", block: hex("aa") },
+    { type: "data", chunk: hex("01") },
+    { type: "headers_too_large", length: 11 },
+    { type: "end" },
+  ]);
+  const after = new RequestStreamParser(opts);
+  after.push(concat(HEADERS("aa"), HEADERS("bb")));
+  assertH3Error(() => after.push(big), H3Code.FRAME_UNEXPECTED, "connection");
+  // Ending inside the skipped payload is still ending inside a frame.
+  const cut = new RequestStreamParser(opts);
+  cut.push(big.subarray(0, 5));
+  assertH3Error(() => cut.end(), H3Code.FRAME_ERROR, "connection");
+  // On a control stream it is the HEADERS frame it is: unexpected there.
+  const control = new ControlStreamParser(opts);
+  control.push(SETTINGS);
+  assertH3Error(() => control.push(big), H3Code.FRAME_UNEXPECTED, "connection");
+});
+
 Deno.test("RequestStreamParser: any chunking gives the same events (property)", () => {
   fc.assert(
     fc.property(

@@ -365,6 +365,16 @@ export class H3Connection implements StreamContext {
   }
 
   /**
+   * {@link StreamContext.sectionSkipped}: the peer's encoder may count the
+   * skipped section's references (and the stream as blocked) until told the
+   * stream is abandoned, so a Stream Cancellation is sent (RFC 9204 §2.2.2.2).
+   */
+  sectionSkipped(streamId: number): void {
+    this.#qdec.cancelStream(streamId);
+    this.#flushDecoderStream();
+  }
+
+  /**
    * {@link StreamContext.claimBackendStream}: at most
    * `maxBackendStreamsPerConnection` requests of this connection in flight
    * to one pool, so that one client cannot take all of a backend's streams.

@@ -77,7 +77,7 @@ async function exchange(client: MemoryConnection, bytes: Uint8Array, fin = true)
     frames.push(chunk);
     for (let ev = frames.next(); ev !== NEED_MORE; ev = frames.next()) {
       if (ev.kind === "data") reply.body += new TextDecoder().decode(ev.chunk);
-      else if (ev.type === FrameType.HEADERS) {
+      else if (ev.kind === "frame" && ev.type === FrameType.HEADERS) {
         const fields = dec.decodeSection(0, ev.payload) as Array<[string, string]>;
         if (reply.status === 0) {
           reply.status = Number(fields[0][1]);
@@ -324,6 +324,74 @@ Deno.test("RFC 9114 §7.1: a stream ending mid-frame is H3_FRAME_ERROR", async (
   await w.write(encodeFrameHeader(FrameType.HEADERS, 50));
   await w.close();
   await expectClose(client, served, H3Code.FRAME_ERROR);
+});
+
+/** Collects what the server writes on its QPACK decoder stream (after the stream type). */
+function serverDecoderStream(client: MemoryConnection): { bytes: number[] } {
+  const seen = { bytes: [] as number[] };
+  (async () => {
+    for await (const uni of client.incomingUnidirectionalStreams) {
+      (async () => {
+        let type = -1;
+        for await (const chunk of uni) {
+          const first = type === -1;
+          if (first) type = chunk[0];
+          if (type === 0x03) seen.bytes.push(...(first ? chunk.subarray(1) : chunk));
+        }
+      })().catch(() => {});
+    }
+  })().catch(() => {});
+  return seen;
+}
+
+/** A HEADERS frame of `length` bytes whose section references the dynamic table (RIC 1). */
+function oversizedHeaders(length: number): Uint8Array {
+  const section = new Uint8Array(length).fill(0x5f);
+  section.set([0x02, 0x80]); // Required Insert Count 1, Base 1
+  return encodeFrame(FrameType.HEADERS, section);
+}
+
+Deno.test("#35.4: a HEADERS frame over the limit plus 1 KiB is that stream's 431, undecoded: Stream Cancellation, no Section Acknowledgment", async () => {
+  const { client, served } = setup();
+  const decoderStream = serverDecoderStream(client);
+  await openControl(client);
+  // 40 KB with maxFieldSectionSize 16384: skipped, never handed to QPACK (its
+  // entry was never inserted: decoded, it would block).
+  const big = await exchange(client, oversizedHeaders(40_000));
+  assert.equal(big.status, 431);
+  assert.match(big.body, /headers_too_large/);
+  const next = await exchange(client, request(GET));
+  assert.equal(next.status, 200, "the connection serves on");
+  // Stream 0's references are released (Stream Cancellation 0b01 + id,
+  // RFC 9204 §4.4.2); no Section Acknowledgment (0b1 + id) for a section
+  // never decoded, and nothing else is owed.
+  for (let i = 0; i < 50 && decoderStream.bytes.length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.deepEqual(decoderStream.bytes, [0x40 | 0]);
+  client.close();
+  await served;
+});
+
+Deno.test("#35.4: oversized trailers are the request's 431", async () => {
+  const { client, served } = setup();
+  await openControl(client);
+  const post: Array<[string, string]> = [[":method", "POST"], ...GET.slice(1)];
+  const reply = await exchange(
+    client,
+    concatBytes(request(post, new TextEncoder().encode("abc")), oversizedHeaders(20_000)),
+  );
+  assert.equal(reply.status, 431);
+  client.close();
+  await served;
+});
+
+Deno.test("#35.4: a HEADERS frame over 16 × the limit (at least 1 MiB) is H3_EXCESSIVE_LOAD", async () => {
+  const { client, served } = setup();
+  await openControl(client);
+  const s = await client.createBidirectionalStream();
+  await s.writable.getWriter().write(encodeFrameHeader(FrameType.HEADERS, 1024 * 1024 + 1));
+  await expectClose(client, served, H3Code.EXCESSIVE_LOAD);
 });
 
 Deno.test("RFC 9114 §5.2: goaway() sends GOAWAY, finishes in-flight requests, then closes", async () => {

@@ -25,6 +25,7 @@ import {
   BodyLengthTracker,
   encodeFrame,
   encodeHeadersAndData,
+  FieldSectionTooLargeError,
   FrameType,
   H3Code,
   H3Error,
@@ -47,6 +48,7 @@ import {
 } from "./body_io.ts";
 import { cancelProbe } from "./cancel_probe.ts";
 import { errorResponse } from "./error_response.ts";
+import { headersFrameLimits } from "./header_limits.ts";
 import { RequestEnd } from "./request_end.ts";
 import type { ConnectionOptions, IncomingRequest, OutgoingResponse } from "./types.ts";
 
@@ -67,6 +69,13 @@ export interface StreamContext {
   ): Array<[string, string]> | Promise<Array<[string, string]>>;
   /** Forgets a blocked section of a stream that is done (Stream Cancellation, RFC 9204 §4.4.2). */
   cancelBlocked(streamId: number): void;
+  /**
+   * A header section of the stream was skipped undecoded (over the size
+   * bound): its dynamic-table references, if any, are released with a
+   * Stream Cancellation (RFC 9204 §2.2.2.2, §4.4.2); no Section
+   * Acknowledgment is owed for a section never decoded.
+   */
+  sectionSkipped(streamId: number): void;
   /** QPACK-encodes a field section. */
   encodeSection(fields: Array<[string, string]>): Uint8Array;
   /**
@@ -119,8 +128,10 @@ export async function serveRequest(
   const opts = ctx.opts;
   const reader = chunkReader(stream.readable);
   const writer = stream.writable.getWriter();
+  const limits = headersFrameLimits(opts.maxFieldSectionSize);
   const parser = new RequestStreamParser({
-    maxFrameSize: Math.max(opts.maxFieldSectionSize + 1024, 16384),
+    maxFrameSize: limits.closeAbove,
+    maxHeadersSize: limits.skipAbove,
   });
   const trace = whisper();
   const queue: RequestEvent[] = [];
@@ -163,8 +174,17 @@ export async function serveRequest(
     }
     return queue.shift()!;
   };
-  const decode = (block: Uint8Array) => {
-    const fields = ctx.decodeHeaders(streamId, block);
+  const decode = (ev: SectionEvent) => {
+    if (ev.type === "headers_too_large") {
+      log.debug("stream {id}: HEADERS frame of {n} bytes over {limit}: answered 431 undecoded", {
+        id: streamId,
+        n: ev.length,
+        limit: limits.skipAbove,
+      });
+      ctx.sectionSkipped(streamId);
+      throw new FieldSectionTooLargeError(opts.maxFieldSectionSize);
+    }
+    const fields = ctx.decodeHeaders(streamId, ev.block);
     // A section QPACK blocks waits for the encoder stream no longer than any other part.
     return Array.isArray(fields)
       ? fields
@@ -175,10 +195,10 @@ export async function serveRequest(
   let head: RequestHead | undefined;
   try {
     const first = await nextEvent();
-    if (first.type !== "headers") {
+    if (first.type !== "headers" && first.type !== "headers_too_large") {
       throw new H3Error(H3Code.REQUEST_INCOMPLETE, "stream", "request without HEADERS");
     }
-    head = validateRequestFields(await decode(first.block));
+    head = validateRequestFields(await decode(first));
     const declared = head.contentLength;
     if (declared !== undefined && declared > opts.maxRequestBodyBytes) {
       response = errorResponse(413, "payload_too_large", "request body exceeds the limit");
@@ -317,10 +337,13 @@ function abandon(
   writer.close().catch(() => {});
 }
 
+/** A request event that stands for a header section: decoded, or skipped as too large. */
+type SectionEvent = Extract<RequestEvent, { type: "headers" | "headers_too_large" }>;
+
 /** The request body as a pull-driven stream: each pull reads the QUIC stream once more. */
 function requestBody(
   nextEvent: () => Promise<RequestEvent>,
-  decode: (block: Uint8Array) => Array<[string, string]> | Promise<Array<[string, string]>>,
+  decode: (ev: SectionEvent) => Array<[string, string]> | Promise<Array<[string, string]>>,
   declared: number | undefined,
   limit: number,
   abort: AbortController,
@@ -339,10 +362,10 @@ function requestBody(
         controller.enqueue(ev.chunk);
         return;
       }
-      if (ev.type === "headers") {
+      if (ev.type === "headers" || ev.type === "headers_too_large") {
         // Trailers (RFC 9114 §4.1): validated, kept for the application
         // (forwarded after the body); an empty section is none.
-        const fields = validateTrailerFields(await decode(ev.block));
+        const fields = validateTrailerFields(await decode(ev));
         if (fields.length > 0) onTrailers(fields);
         continue;
       }

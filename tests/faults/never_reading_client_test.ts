@@ -67,7 +67,7 @@ async function readAll(readable: ReadableStream<Uint8Array>) {
       frames.push(chunk);
       for (let ev = frames.next(); ev !== NEED_MORE; ev = frames.next()) {
         if (ev.kind === "data") body += ev.chunk.length;
-        else if (ev.type === FrameType.HEADERS) {
+        else if (ev.kind === "frame" && ev.type === FrameType.HEADERS) {
           const fields = qpack.decodeSection(0, ev.payload) as Array<[string, string]>;
           if (status === 0) status = Number(fields.find(([n]) => n === ":status")?.[1]);
           else trailer = fields.map(([n]) => n);
