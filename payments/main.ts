@@ -143,9 +143,10 @@ const USAGE = `Usage: deno task payments [options]
                       (default 30000)
   --drain-timeout MS  on SIGINT/SIGTERM, longest wait for requests in flight
                       (default 10000)
-  --max-connections N most connections open at once; past it new ones are
-                      closed at once (default 4096, less if the open-files
-                      limit is lower)
+  --max-connections N most connections open at once; past it a newcomer
+                      sheds the oldest one not serving a request, or is
+                      closed at once if all are (default 4096, less if the
+                      open-files limit is lower)
   --header-timeout MS close a connection whose first request head has not
                       arrived this long after connecting (default 10000)
   --idle-timeout MS   close a connection with no request in flight for this

@@ -1,8 +1,9 @@
 /**
- * An HTTP server with limits on its connections: a cap on how many are open,
- * a header timeout (TLS handshake included), an idle timeout, and an accept
- * loop that survives running out of file descriptors. Used by every TCP
- * listener: the payments API, and the proxy's TCP fallback and admin
+ * An HTTP server with limits on its connections: a cap on how many are open
+ * (a newcomer at the cap sheds the oldest connection without a request in
+ * flight), a header timeout (TLS handshake included), an idle timeout, and an
+ * accept loop that survives running out of file descriptors. Used by every
+ * TCP listener: the payments API, and the proxy's TCP fallback and admin
  * listener.
  *
  * `Deno.serve` has none of these (measured on Deno 2.9.6: a connection that
@@ -30,6 +31,26 @@
  * timeout, 50 ms to 1 s), so a timeout fires at most that late and a request
  * costs no timer and no clock reading.
  *
+ * At the cap a newcomer is not simply turned away: that would let a few
+ * slow sockets (a slowloris trickling request heads) lock every client out
+ * for the whole header timeout. It sheds one connection that is not serving
+ * a request, as QUIC admission sheds its oldest unfinished handshake:
+ *
+ * 1. the oldest connection on which no complete request head has arrived yet
+ *    (nothing sent, a head trickling in, a TLS handshake under way through
+ *    the relay, or HTTP/2 with its preface done but no stream opened: the
+ *    runtime tells us nothing before a request, so these look alike);
+ * 2. else the connection idle the longest between requests (kept alive with
+ *    no request in flight; a second head trickling in looks like this too).
+ *
+ * A connection with a request in flight (on HTTP/2: any stream whose
+ * response is not fully sent) is never shed; when every connection is
+ * serving one the newcomer is closed at once. Neither is a TLS connection in
+ * the middle of its handshake on a `Deno.listenTls` listener (Deno cannot
+ * close it, see below): it would leave no room. Shedding is counted in
+ * {@link ConnectionStats.shed}. As with the idle timeout, an HTTP/2 client
+ * whose next request races the close of its idle connection sees it reset.
+ *
  * TLS, two ways:
  *
  * - {@link serveConnections} on a `Deno.listenTls` listener: Deno 2.9.6
@@ -39,12 +60,25 @@
  *   (and a place under the cap) until it leaves;
  * - {@link serveTlsConnections}: the public listener is plain TCP; each
  *   connection is relayed, byte for byte, to a TLS listener on the loopback
- *   interface that only this server uses. Closing our side of the relay ends
+ *   interface meant for this server alone. Closing our side of the relay ends
  *   a stalled handshake at once, so every timeout holds for TLS too, and the
  *   certificate can change while serving ({@link TlsConnectionServer.setCertificate}):
  *   new connections go to a new loopback listener, those already open finish
  *   on the old one. It costs three descriptors per connection (the client's,
  *   and both ends of the loopback connection) and a copy of every byte.
+ *
+ * The loopback listener is a TCP port, so another process on the machine
+ * can connect to it too. Deno 2.9.6 leaves no way to keep it out: TLS is
+ * served only by `Deno.listenTls`, on TCP only (not on a Unix socket),
+ * which starts the handshake on the first byte (so the relay cannot send a
+ * secret first), and `Deno.startTls` is for clients only. Such a stranger is
+ * known at once (its port is not one of a relay's, once every relay connect
+ * begun before it was accepted has completed; {@link ConnectionStats.notRelayed})
+ * and never served. It is closed as soon as Deno can close it: at once when
+ * its handshake is over, or when it fails; one that stalls its handshake
+ * keeps its socket until it leaves (measured: still open after 150 s), so it is
+ * counted as open and against `maxConnections` until then, and cannot be
+ * shed: the cap keeps telling the truth about descriptors.
  *
  * @example
  * ```ts
@@ -62,9 +96,11 @@ import { getLogger, type Logger } from "@logtape/logtape";
 /** Limits applied by {@link serveConnections}. */
 export interface ConnectionLimits {
   /**
-   * Most connections open at once. A connection accepted past it is closed
-   * at once (the client sees the connection closed before any answer);
-   * connections already open are served as before.
+   * Most connections open at once. A connection accepted past it sheds the
+   * oldest one without a request in flight (see the module documentation);
+   * when every open connection is serving a request (or cannot be closed)
+   * the newcomer is closed at once instead (the client sees the connection
+   * closed before any answer). A request in flight is never cut by it.
    */
   maxConnections: number;
   /**
@@ -94,8 +130,8 @@ export interface ServeConnectionsOptions {
   /** What the listener is called in log lines, e.g. `TCP fallback`; default `listener`. */
   name?: string;
   /**
-   * The setting that sets `maxConnections`, named in the warning about
-   * refused connections; default `--max-connections`.
+   * The setting that sets `maxConnections`, named in the warnings about
+   * refused and shed connections; default `--max-connections`.
    */
   maxConnectionsSetting?: string;
   /** LogTape category of the log lines; default `["payments", "connections"]`. */
@@ -108,8 +144,20 @@ export interface ConnectionStats {
   open: number;
   /** Connections accepted and served. */
   accepted: number;
-  /** Connections closed at once because `maxConnections` were open. */
+  /** Connections closed at once because `maxConnections` were open and none could be shed. */
   refused: number;
+  /**
+   * Connections closed to make room for a newcomer at `maxConnections`: no
+   * request head yet, or idle between requests; never one serving a request.
+   */
+  shed: number;
+  /**
+   * Relay mode ({@link serveTlsConnections}) only: connections made straight
+   * to the loopback TLS listener by someone other than the relay, refused
+   * unserved (open, and counted against `maxConnections`, until Deno can
+   * close them: see the module documentation).
+   */
+  notRelayed?: number;
   /** Connections closed by the header timeout (TLS handshake included). */
   headerTimeouts: number;
   /** Connections closed by the idle timeout. */
@@ -148,7 +196,9 @@ export interface TlsConnectionServer extends ConnectionServer {
 
 /** The certificate and key (PEM) of {@link serveTlsConnections}. */
 export interface TlsPair {
+  /** The certificate chain, PEM. */
   cert: string;
+  /** Its private key, PEM. */
   key: string;
 }
 
@@ -261,6 +311,13 @@ interface TlsSide {
   pending: number;
   /** Replaced by a newer certificate: closed once nothing is pending. */
   retired: boolean;
+  /** Relay connects under way, by the order they began in (a Set keeps it: oldest first). */
+  connecting: Set<number>;
+  /**
+   * Accepted before their relay's connect completed, by remote port, with
+   * the number of connects begun by then: it can only be one of those.
+   */
+  unmatched: Map<number, { conn: Deno.Conn; begunBefore: number }>;
 }
 
 /** Once per interval: how many times something happened, logged as one warning. */
@@ -371,27 +428,38 @@ function startServer(
   });
   const warnEveryMs = opts.warnEveryMs ?? 10_000;
   const refusedWarning = new WarnOnce(warnEveryMs);
+  const shedWarning = new WarnOnce(warnEveryMs);
+  const strangerWarning = new WarnOnce(warnEveryMs);
   const acceptWarning = new WarnOnce(warnEveryMs);
   const stats: ConnectionStats = {
     open: 0,
     accepted: 0,
     refused: 0,
+    shed: 0,
     headerTimeouts: 0,
     idleTimeouts: 0,
     acceptErrors: 0,
+    ...(tls === undefined ? {} : { notRelayed: 0 }),
   };
   const open = new Set<Connection>();
+  // The connections a newcomer at the cap may shed, oldest first (a Set
+  // keeps insertion order): those with no request head yet, by accept; those
+  // idle between requests, by when their last response ended.
+  const waiting = new Set<Connection>();
+  const idle = new Set<Connection>();
   let stopping = false;
   let wake: (() => void) | undefined;
   let pause: ReturnType<typeof setTimeout> | undefined;
 
   // Relay mode: the loopback TLS listener new connections go to, older ones
-  // still draining, and relays by the local port of their loopback socket
-  // (which is the remote port the TLS side sees), waiting to be matched.
+  // still draining, relays by the local port of their loopback socket (which
+  // is the remote port the TLS side sees), and connections to a loopback
+  // listener that no relay opened, held until Deno can close them.
   let side: TlsSide | undefined;
   const sides = new Set<TlsSide>();
   const byPort = new Map<number, Connection>();
-  const unmatched = new Map<number, Deno.Conn>();
+  const strangers = new Set<Deno.Conn>();
+  let connectsBegun = 0;
   const sideLoops: Promise<void>[] = [];
   if (tls !== undefined) side = openSide(tls);
 
@@ -439,6 +507,8 @@ function startServer(
    */
   function cancel(c: Connection): void {
     c.closing = true;
+    waiting.delete(c);
+    idle.delete(c);
     try {
       c.cancel?.();
     } catch {
@@ -488,10 +558,12 @@ function startServer(
     remote?: Deno.NetAddr,
   ): boolean {
     const done = () => {
-      c.inFlight--;
       c.touched = true;
+      if (--c.inFlight === 0 && !c.closing && open.has(c)) idle.add(c);
     };
     const perConnection: Deno.ServeHandler<Deno.NetAddr> = (req, info) => {
+      if (!c.served) waiting.delete(c);
+      else if (c.inFlight === 0) idle.delete(c);
       c.inFlight++;
       c.served = true;
       c.touched = true;
@@ -537,7 +609,14 @@ function startServer(
       key: pair.key,
       alpnProtocols: ["h2", "http/1.1"],
     });
-    const s: TlsSide = { listener: l, port: l.addr.port, pending: 0, retired: false };
+    const s: TlsSide = {
+      listener: l,
+      port: l.addr.port,
+      pending: 0,
+      retired: false,
+      connecting: new Set(),
+      unmatched: new Map(),
+    };
     sides.add(s);
     sideLoops.push(sideAcceptLoop(s));
     return s;
@@ -574,20 +653,64 @@ function startServer(
       pauseMs = 0;
       const port = (conn.remoteAddr as Deno.NetAddr).port;
       const c = byPort.get(port);
-      if (c === undefined) {
-        // Its relay has not heard its connect complete yet (it takes it from
-        // here), or it is a stranger on the loopback port (closed soon).
-        unmatched.set(port, conn);
-        setTimeout(() => {
-          if (unmatched.get(port) === conn) {
-            unmatched.delete(port);
-            closeQuietly(conn);
-          }
-        }, Math.max(1000, limits.headerTimeoutMs));
-        continue;
-      }
-      match(c, conn);
+      if (c !== undefined) match(c, conn);
+      else if (connectUnderWay(s, connectsBegun)) {
+        // Its relay has not heard its connect complete yet: it takes it from
+        // here, or settleUnmatched finds it is nobody's.
+        s.unmatched.set(port, { conn, begunBefore: connectsBegun });
+      } else refuseStranger(conn);
     }
+  }
+
+  /** Whether a relay connect to `s` begun before the `begunBefore`-th one is still under way. */
+  function connectUnderWay(s: TlsSide, begunBefore: number): boolean {
+    const oldest: number | undefined = s.connecting.values().next().value;
+    return oldest !== undefined && oldest < begunBefore;
+  }
+
+  /**
+   * After a relay connect to `s` completes: a connection accepted there that
+   * no connect under way when it was accepted can still claim is a stranger.
+   */
+  function settleUnmatched(s: TlsSide): void {
+    for (const [port, { conn, begunBefore }] of s.unmatched) {
+      if (connectUnderWay(s, begunBefore)) continue;
+      s.unmatched.delete(port);
+      refuseStranger(conn);
+    }
+  }
+
+  /**
+   * A connection to the loopback TLS listener that no relay opened: never
+   * served, closed once its handshake ends (Deno cannot close it sooner),
+   * and counted as open (against the cap) until then.
+   */
+  function refuseStranger(conn: Deno.Conn): void {
+    stats.notRelayed!++;
+    const n = strangerWarning.due();
+    if (n !== undefined) {
+      log.warn(
+        "{name}: refused {count} connection(s) to the internal TLS listener (127.0.0.1:{port}) " +
+          "that the relay did not open, since the last warning: another process on this machine " +
+          "connects to it; each holds a descriptor until its TLS handshake ends",
+        { name, count: n, port: (conn.localAddr as Deno.NetAddr).port },
+      );
+    }
+    if (stopping) {
+      closeQuietly(conn);
+      return;
+    }
+    const c = newConnection();
+    c.handshaking = true;
+    c.closing = true; // not served, not shed, no timeout: it leaves when its handshake ends
+    track(c);
+    strangers.add(conn);
+    const gone = () => {
+      strangers.delete(conn);
+      closeQuietly(conn);
+      untrack(c);
+    };
+    (conn as Deno.TlsConn).handshake().then(gone, gone);
   }
 
   /** Pairs a relay with its accepted loopback connection and serves it. */
@@ -599,9 +722,12 @@ function startServer(
       r.side.pending--;
       retireIfDone(r.side);
     }
-    if (c.closing || stopping) {
+    if (c.closing || stopping || !open.has(c)) {
+      // Its relay was closed before the loopback connection came in.
       closeQuietly(inner);
       closeRelay(r);
+      const port = (inner.remoteAddr as Deno.NetAddr).port;
+      if (r.pumping === 0 && byPort.get(port) === c) byPort.delete(port);
       return;
     }
     if (!serveWith(inner, serveOn!, c, r.front.remoteAddr as Deno.NetAddr)) {
@@ -626,15 +752,21 @@ function startServer(
   function relayEnded(c: Connection): void {
     const r = c.relay!;
     if (r.pumping > 0) return;
-    if (!r.matched) {
-      // Never accepted on the TLS side (closed early, or out of descriptors).
+    if (!r.matched && r.back === undefined) {
+      // Its connect failed or was not made: nothing will come to the TLS side.
       r.matched = true;
       if (r.side) {
         r.side.pending--;
         retireIfDone(r.side);
       }
     }
-    if (r.back) byPort.delete((r.back.localAddr as Deno.NetAddr).port);
+    // Connected but not accepted yet: the TLS side still gets its loopback
+    // connection, which must be known as this relay's (and is closed by
+    // match), not taken for a stranger's.
+    if (r.back && r.matched) {
+      const port = (r.back.localAddr as Deno.NetAddr).port;
+      if (byPort.get(port) === c) byPort.delete(port);
+    }
     const gone = () => {
       untrack(c);
       r.ended.resolve();
@@ -686,31 +818,38 @@ function startServer(
     const s = side!;
     r.side = s;
     s.pending++;
+    const seq = connectsBegun++;
+    s.connecting.add(seq);
     let back: Deno.Conn;
     try {
       back = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
     } catch (err) {
+      s.connecting.delete(seq);
+      settleUnmatched(s);
       noteAcceptError(err, 0);
       closeRelay(r);
       relayEnded(c);
       return;
     }
+    s.connecting.delete(seq);
     r.back = back;
     const port = (back.localAddr as Deno.NetAddr).port;
+    // Known as ours before anything else can run, closing or not: its
+    // loopback connection is never taken for a stranger's.
+    byPort.set(port, c);
+    const early = s.unmatched.get(port);
+    s.unmatched.delete(port);
+    settleUnmatched(s);
     if (c.closing) {
       closeRelay(r);
+      if (early !== undefined) match(c, early.conn);
       relayEnded(c);
       return;
     }
     r.pumping = 2;
-    byPort.set(port, c);
     pump(c, front, back, true);
     pump(c, back, front, false);
-    const early = unmatched.get(port);
-    if (early !== undefined) {
-      unmatched.delete(port);
-      match(c, early);
-    }
+    if (early !== undefined) match(c, early.conn);
   }
 
   // --- bookkeeping --------------------------------------------------------
@@ -722,11 +861,43 @@ function startServer(
   function track(c: Connection): void {
     open.add(c);
     stats.open = open.size;
+    if (!c.handshaking) waiting.add(c);
   }
 
   function untrack(c: Connection): void {
     open.delete(c);
+    waiting.delete(c);
+    idle.delete(c);
     stats.open = open.size;
+  }
+
+  /**
+   * Makes room for a newcomer at the cap: closes the oldest connection with
+   * no request head yet, else the one idle longest between requests.
+   * Returns false, closing nothing, when every open connection is serving a
+   * request (or cannot be closed yet).
+   */
+  function shedOne(): boolean {
+    const victim: Connection | undefined = waiting.values().next().value ??
+      idle.values().next().value;
+    if (victim === undefined) return false;
+    stats.shed++;
+    log.debug("{name}: at {max} connections ({setting}), closing one {what} for a newcomer", {
+      name,
+      max: limits.maxConnections,
+      setting,
+      what: victim.served ? "idle between requests" : "without a request head",
+    });
+    cancel(victim);
+    const n = shedWarning.due();
+    if (n !== undefined) {
+      log.warn(
+        "{name}: {max} connections open ({setting}): closed {count} connection(s) with no " +
+          "request in flight to admit newcomers since the last warning",
+        { name, max: limits.maxConnections, setting, count: n },
+      );
+    }
+    return true;
   }
 
   function noteAcceptError(err: unknown, pauseMs: number): void {
@@ -774,14 +945,15 @@ function startServer(
         conn.close();
         break;
       }
-      if (open.size >= limits.maxConnections) {
+      if (open.size >= limits.maxConnections && !shedOne()) {
         stats.refused++;
         closeQuietly(conn);
         const n = refusedWarning.due();
         if (n !== undefined) {
           log.warn(
             "{name}: {max} connections open ({setting}): refused {count} new connection(s) " +
-              "since the last warning",
+              "since the last warning (none could be shed: each was serving a request or in " +
+              "a TLS handshake Deno cannot cut short)",
             { name, max: limits.maxConnections, setting, count: n },
           );
         }
@@ -801,10 +973,13 @@ function startServer(
     if (pause !== undefined) clearTimeout(pause);
     wake?.();
     closeQuietly(listener);
-    for (const s of sides) closeQuietly(s.listener);
+    for (const s of sides) {
+      closeQuietly(s.listener);
+      for (const { conn } of s.unmatched.values()) closeQuietly(conn);
+      s.unmatched.clear();
+    }
     sides.clear();
-    for (const conn of unmatched.values()) closeQuietly(conn);
-    unmatched.clear();
+    for (const conn of strangers) closeQuietly(conn);
   }
 
   let shut: Promise<void> | undefined;

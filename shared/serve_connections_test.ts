@@ -60,6 +60,47 @@ function connect(port: number): Promise<Deno.Conn> {
   return Deno.connect({ hostname: "127.0.0.1", port });
 }
 
+/** Closes `conns`, ignoring those the server closed already. */
+function closeAll(conns: Deno.Conn[]): void {
+  for (const c of conns) {
+    try {
+      c.close();
+    } catch {
+      // closed by the server
+    }
+  }
+}
+
+/** Connects and waits until the server counts the connection (so accept order is connect order). */
+async function connectCounted(server: ConnectionServer, port: number): Promise<Deno.Conn> {
+  const before = server.stats().accepted;
+  const conn = await connect(port);
+  await until(() => server.stats().accepted > before);
+  return conn;
+}
+
+/** A request whose answer waits for `release`; `started` resolves once the handler has it. */
+function heldHandler() {
+  const release = Promise.withResolvers<void>();
+  let started = Promise.withResolvers<void>();
+  const handler = async (req: Request) => {
+    if (new URL(req.url).pathname === "/slow") {
+      started.resolve();
+      await release.promise;
+    }
+    return new Response("ok");
+  };
+  return {
+    handler,
+    release: () => release.resolve(),
+    /** Resolves when the next held request has reached the handler. */
+    nextStarted: () => {
+      started = Promise.withResolvers<void>();
+      return started.promise;
+    },
+  };
+}
+
 Deno.test("serveConnections: this Deno has the per-connection server it relies on", () => {
   assert.equal(perConnectionServeAvailable(), true);
 });
@@ -134,8 +175,9 @@ Deno.test("serveConnections: a kept-alive connection is closed after the idle ti
   }
 });
 
-Deno.test("serveConnections: past maxConnections a new connection is closed at once; open ones keep being served", async () => {
-  const { server, port } = start(undefined, {
+Deno.test("serveConnections: past maxConnections, with every connection serving a request, a new one is closed at once; open ones keep being served", async () => {
+  const held = heldHandler();
+  const { server, port } = start(held.handler, {
     limits: { maxConnections: 3, headerTimeoutMs: 10_000, idleTimeoutMs: 10_000 },
   });
   const conns: Deno.Conn[] = [];
@@ -146,11 +188,25 @@ Deno.test("serveConnections: past maxConnections a new connection is closed at o
     conns.push(await connect(port), await connect(port));
     await until(() => server.stats().open === 3);
     assert.equal(server.stats().open, 3);
+    for (const c of conns.slice(1)) {
+      const started = held.nextStarted();
+      await c.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+      await started;
+    }
+    // The first connection serves a second request, held too.
+    const started = held.nextStarted();
+    await client.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+    await started;
     const extra = await connect(port);
     const t = await closedAfter(extra, 3000);
     assert.ok(t >= 0 && t < 1000, `the connection past the cap was closed after ${t} ms`);
     assert.equal(server.stats().refused, 1);
-    assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
+    assert.equal(server.stats().shed, 0);
+    held.release();
+    const buf = new Uint8Array(4096);
+    const n = await client.read(buf);
+    assert.ok(n !== null);
+    assert.match(new TextDecoder().decode(buf.subarray(0, n)), /^HTTP\/1.1 200 OK/);
     // Room again once one closes.
     conns.pop()!.close();
     await until(() => server.stats().open === 2);
@@ -158,13 +214,8 @@ Deno.test("serveConnections: past maxConnections a new connection is closed at o
     conns.push(again);
     assert.equal(await rawGet(again), "HTTP/1.1 200 OK");
   } finally {
-    for (const c of conns) {
-      try {
-        c.close();
-      } catch {
-        // closed by the server
-      }
-    }
+    held.release();
+    closeAll(conns);
     await server.shutdown();
   }
 });
@@ -353,7 +404,7 @@ Deno.test("serveTlsConnections: no ClientHello, half of one, or TLS and then not
   }
 });
 
-Deno.test("serveTlsConnections: idle timeout after a request; past maxConnections a new connection is closed at once", async () => {
+Deno.test("serveTlsConnections: idle timeout after a request; past maxConnections a newcomer sheds the oldest connection without a request", async () => {
   const certs = await generateDevCerts();
   const server = serveTlsConnections(
     plainListener(),
@@ -367,12 +418,12 @@ Deno.test("serveTlsConnections: idle timeout after a request; past maxConnection
     assert.equal(await rawGet(a), "HTTP/1.1 200 OK");
     const b = await connect(port);
     await until(() => server.stats().open === 2);
-    const refused = await connect(port);
-    assert.ok((await closedAfter(refused, 2000)) >= 0, "a third connection stays open");
-    assert.equal(server.stats().refused, 1);
+    const c = await connect(port);
+    assert.ok((await closedAfter(b, 2000)) >= 0, "the connection with nothing sent was not shed");
+    assert.equal(server.stats().shed, 1);
     const idle = await closedAfter(a, 4000);
     assert.ok(idle >= 0, "the idle connection was not closed");
-    b.close();
+    c.close();
     await until(() => server.stats().open === 0);
     assert.equal(server.stats().idleTimeouts, 1);
   } finally {
@@ -428,4 +479,240 @@ Deno.test("serveTlsConnections: shutdown lets a request in flight finish", async
   conn.close();
   await shut;
   assert.equal(server.stats().open, 0);
+});
+
+Deno.test("#35.6: at the cap a newcomer sheds the oldest connection without a request head, then the one idle longest; one serving a request never", async () => {
+  const held = heldHandler();
+  const { server, port } = start(held.handler, {
+    limits: { maxConnections: 3, headerTimeoutMs: 30_000, idleTimeoutMs: 30_000 },
+  });
+  const conns: Deno.Conn[] = [];
+  try {
+    // Oldest of all: a connection serving a request (its response waits).
+    const busy = await connectCounted(server, port);
+    conns.push(busy);
+    const busyStarted = held.nextStarted();
+    await busy.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+    await busyStarted;
+    const silent = await connectCounted(server, port);
+    const trickle = await connectCounted(server, port);
+    await trickle.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\nx-slow: "));
+    conns.push(silent, trickle);
+
+    // Each newcomer is served; the oldest without a request head goes first.
+    const first = await connect(port);
+    conns.push(first);
+    assert.equal(await rawGet(first), "HTTP/1.1 200 OK");
+    assert.ok((await closedAfter(silent, 3000)) >= 0, "the silent connection was not shed");
+    const second = await connect(port);
+    conns.push(second);
+    assert.equal(await rawGet(second), "HTTP/1.1 200 OK");
+    assert.ok((await closedAfter(trickle, 3000)) >= 0, "the trickling head was not shed");
+    // None without a head is left: the one idle longest between requests goes.
+    const third = await connect(port);
+    conns.push(third);
+    assert.equal(await rawGet(third), "HTTP/1.1 200 OK");
+    assert.ok((await closedAfter(first, 3000)) >= 0, "the idle connection was not shed");
+    assert.equal(server.stats().shed, 3);
+    assert.equal(server.stats().refused, 0);
+
+    // Every connection serving a request: the newcomer is closed at once.
+    for (const c of [second, third]) {
+      const started = held.nextStarted();
+      await c.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
+      await started;
+    }
+    const refused = await connect(port);
+    const t = await closedAfter(refused, 3000);
+    assert.ok(t >= 0 && t < 2000, `the newcomer was closed after ${t} ms`);
+    assert.equal(server.stats().refused, 1);
+    assert.equal(server.stats().shed, 3);
+    held.release();
+    for (const c of [busy, second, third]) {
+      const buf = new Uint8Array(4096);
+      const n = await c.read(buf);
+      assert.ok(n !== null, "a connection serving a request was closed");
+      assert.match(new TextDecoder().decode(buf.subarray(0, n)), /^HTTP\/1.1 200 OK/);
+    }
+  } finally {
+    held.release();
+    closeAll(conns);
+    await server.shutdown();
+  }
+});
+
+Deno.test("#35.6: a connection with no request head yet is shed before an older one idle between requests", async () => {
+  const { server, port } = start(undefined, {
+    limits: { maxConnections: 2, headerTimeoutMs: 30_000, idleTimeoutMs: 30_000 },
+  });
+  const conns: Deno.Conn[] = [];
+  try {
+    const kept = await connectCounted(server, port);
+    conns.push(kept);
+    assert.equal(await rawGet(kept), "HTTP/1.1 200 OK");
+    const silent = await connectCounted(server, port);
+    conns.push(silent);
+    const newcomer = await connect(port);
+    conns.push(newcomer);
+    assert.equal(await rawGet(newcomer), "HTTP/1.1 200 OK");
+    assert.ok((await closedAfter(silent, 3000)) >= 0, "the silent connection was not shed");
+    assert.equal(await rawGet(kept), "HTTP/1.1 200 OK", "the kept-alive connection was shed");
+    assert.equal(server.stats().shed, 1);
+  } finally {
+    closeAll(conns);
+    await server.shutdown();
+  }
+});
+
+Deno.test("#35.6: HTTP/2: a connection with a stream in flight is never shed; idle between streams it is", async () => {
+  const held = heldHandler();
+  const { server, port } = start(held.handler, {
+    limits: { maxConnections: 1, headerTimeoutMs: 30_000, idleTimeoutMs: 30_000 },
+  });
+  const h2 = Deno.createHttpClient({ http1: false, http2: true });
+  const conns: Deno.Conn[] = [];
+  try {
+    const started = held.nextStarted();
+    const slow = fetch(`http://127.0.0.1:${port}/slow`, { client: h2 });
+    slow.catch(() => {}); // awaited below; a cut stream fails the test there
+    await started;
+    const refused = await connect(port);
+    assert.ok((await closedAfter(refused, 3000)) >= 0, "the newcomer was let in");
+    assert.equal(server.stats().refused, 1);
+    held.release();
+    assert.equal(await (await slow).text(), "ok", "the stream in flight was cut");
+    // Idle now: a newcomer sheds it.
+    const newcomer = await connect(port);
+    conns.push(newcomer);
+    assert.equal(await rawGet(newcomer), "HTTP/1.1 200 OK");
+    assert.equal(server.stats().shed, 1);
+  } finally {
+    held.release();
+    h2.close();
+    closeAll(conns);
+    await server.shutdown();
+  }
+});
+
+Deno.test("#35.6: serveTlsConnections: a newcomer at the cap sheds a stalled handshake", async () => {
+  const certs = await generateDevCerts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    () => new Response("ok"),
+    { limits: { maxConnections: 2, headerTimeoutMs: 30_000, idleTimeoutMs: 30_000 } },
+  );
+  const port = server.addr.port;
+  const conns: Deno.Conn[] = [];
+  try {
+    const stalled = await connectCounted(server, port);
+    await stalled.write(new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    const silent = await connectCounted(server, port);
+    conns.push(stalled, silent);
+    const client = await tlsConnect(port, certs.caCertPem);
+    conns.push(client);
+    assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
+    assert.ok((await closedAfter(stalled, 3000)) >= 0, "the stalled handshake was not shed");
+    assert.equal(server.stats().shed, 1);
+    assert.equal(server.stats().notRelayed, 0);
+  } finally {
+    closeAll(conns);
+    await server.shutdown();
+  }
+});
+
+/** TCP ports this process listens on (from `/proc/self/net/tcp{,6}` and its descriptors). */
+function listeningPorts(): Set<number> {
+  const inodes = new Set<string>();
+  for (const e of Deno.readDirSync("/proc/self/fd")) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/self/fd/${e.name}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = new Set<number>();
+  for (const file of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
+    for (const line of Deno.readTextFileSync(file).split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) {
+        ports.add(parseInt(f[1].split(":")[1], 16));
+      }
+    }
+  }
+  return ports;
+}
+
+Deno.test("#35.3: serveTlsConnections: connections straight to the loopback TLS listener are never served, counted as open and against the cap until they leave", async () => {
+  const certs = await generateDevCerts();
+  const before = listeningPorts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    () => new Response("served"),
+    { limits: { maxConnections: 3, headerTimeoutMs: 300, idleTimeoutMs: 300 } },
+  );
+  const port = server.addr.port;
+  const inner = [...listeningPorts()].filter((p) => !before.has(p) && p !== port);
+  assert.equal(inner.length, 1, `loopback listener not found: ${inner}`);
+  const conns: Deno.Conn[] = [];
+  try {
+    // A stranger that completes TLS is closed at once, unanswered.
+    const tls = await tlsConnect(inner[0], certs.caCertPem);
+    await tls.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n")).catch(() => {});
+    const t = await closedAfter(tls, 3000);
+    assert.ok(t >= 0, "a stranger that completed TLS was kept");
+    // Silent, and half a record: Deno cannot close them mid-handshake; they
+    // are counted, fill the cap, and are not shed.
+    const silent = await connect(inner[0]);
+    const half = await connect(inner[0]);
+    await half.write(new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+    const third = await connect(inner[0]);
+    conns.push(silent, half, third);
+    await until(() => server.stats().notRelayed === 4 && server.stats().open === 3);
+    assert.equal(server.stats().notRelayed, 4);
+    assert.equal(server.stats().open, 3);
+    const newcomer = await connect(port);
+    assert.ok((await closedAfter(newcomer, 3000)) >= 0, "a newcomer was let in past the cap");
+    assert.equal(server.stats().refused, 1);
+    assert.equal(server.stats().shed, 0);
+    // Once they leave, the room is back and the relay serves as before.
+    closeAll(conns);
+    await until(() => server.stats().open === 0);
+    assert.equal(server.stats().open, 0);
+    const client = await tlsConnect(port, certs.caCertPem);
+    conns.push(client);
+    assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
+    assert.equal(server.stats().notRelayed, 4);
+    assert.equal(server.stats().headerTimeouts, 0, "a stranger was counted as a timeout too");
+  } finally {
+    closeAll(conns);
+    await server.shutdown();
+  }
+});
+
+Deno.test("#35.3: serveTlsConnections: many relays connecting at once are never taken for strangers", async () => {
+  const certs = await generateDevCerts();
+  const server = serveTlsConnections(
+    plainListener(),
+    { cert: certs.certPem, key: certs.keyPem },
+    () => new Response("ok"),
+  );
+  const port = server.addr.port;
+  const conns: Deno.Conn[] = [];
+  try {
+    for (let round = 0; round < 4; round++) {
+      const batch = await Promise.all(
+        Array.from({ length: 25 }, () => tlsConnect(port, certs.caCertPem)),
+      );
+      conns.push(...batch);
+      const lines = await Promise.all(batch.map((c) => rawGet(c)));
+      assert.deepEqual(new Set(lines), new Set(["HTTP/1.1 200 OK"]));
+    }
+    assert.equal(server.stats().notRelayed, 0);
+  } finally {
+    closeAll(conns);
+    await server.shutdown();
+  }
 });

@@ -1,14 +1,18 @@
 /**
  * The proxy's TCP listeners, each on the same connection-limited server as
  * the payments API (`shared/serve_connections.ts`): a cap on open
- * connections, a header timeout (TLS handshake included), an idle timeout,
- * and an accept loop that backs off when the process is out of descriptors
- * instead of dying.
+ * connections (a newcomer at the cap sheds the oldest connection without a
+ * request in flight, never one serving a request), a header timeout (TLS
+ * handshake included), an idle timeout, and an accept loop that backs off
+ * when the process is out of descriptors instead of dying.
  *
  * - the TCP fallback: HTTPS (h2 and HTTP/1.1 by ALPN) on the HTTP/3 port
  *   number; a client that never sends a ClientHello, or completes TLS and
  *   sends nothing, is closed at `limits.tcp_header_timeout_ms`; a renewed
- *   certificate serves new connections after a reload;
+ *   certificate serves new connections after a reload. Its TLS is served by
+ *   a loopback listener it relays to; a connection made to that listener by
+ *   another local process is refused unserved and counted (as open, and
+ *   against `limits.tcp_max_connections`, until Deno can close it);
  * - the admin listener: HTTP/1.1 and h2c.
  *
  * A listener that cannot be bound is one {@link ListenerStartError} naming the

@@ -1,11 +1,12 @@
 /**
  * Fault tests (issue #13, point 6) for the payments listener, on a real
  * `payments/main.ts` process: idle connections and slowloris heads are closed
- * at `--header-timeout` / `--idle-timeout`; past `--max-connections` new
- * connections are closed at once while a connected client keeps getting
- * answers; and with the open-files limit lowered (`ulimit -n 64`) so that
- * accept fails with `EMFILE`, the process stays up, keeps serving, logs the
- * failure once per interval and accepts again once descriptors are free.
+ * at `--header-timeout` / `--idle-timeout`; past `--max-connections` each
+ * newcomer sheds the oldest connection without a request head (#35.6) while
+ * a connected client keeps getting answers; and with the open-files limit
+ * lowered (`ulimit -n 64`) so that accept fails with `EMFILE`, the process
+ * stays up, keeps serving, logs the failure once per interval and accepts
+ * again once descriptors are free.
  *
  * @module
  */
@@ -173,7 +174,7 @@ function steadyClient(port: number, everyMs: number) {
   };
 }
 
-Deno.test("faults: payments closes idle and slowloris connections at its timeouts and refuses past --max-connections, serving on", async () => {
+Deno.test("faults: payments closes idle and slowloris connections at its timeouts and sheds one for each newcomer past --max-connections, serving on", async () => {
   const server = await startPayments([
     "--token",
     TOKEN,
@@ -200,36 +201,43 @@ Deno.test("faults: payments closes idle and slowloris connections at its timeout
     }
     await sleep(300); // all accepted
 
-    // Past the cap: closed at once, while the steady client is answered.
+    // Past the cap (#35.6): each newcomer sheds the oldest connection without a request head
+    // (the first 5 silent ones, closed at once) and takes its place, while the steady client
+    // (idle between requests, or serving one) is answered.
     const okBefore = steady.seen.ok;
-    const refusedAt = performance.now();
-    const refused = await Promise.all(
-      Array.from(
-        { length: 5 },
-        async () => closedWithin(await connect(server.port), 2000, refusedAt),
-      ),
-    );
-    for (const t of refused) assert.ok(t >= 0 && t < 1000, `past the cap: closed after ${t} ms`);
+    const shedAt = performance.now();
+    const newcomers: Deno.Conn[] = [];
+    for (let i = 0; i < 5; i++) newcomers.push(await connect(server.port));
+    const shed = await Promise.all(opened.slice(0, 5).map((c) => closedWithin(c, 2000, shedAt)));
+    for (const t of shed) {
+      assert.ok(t >= 0 && t < 1000, `shed for a newcomer: closed after ${t} ms`);
+    }
+    opened.splice(0, 5, ...newcomers); // silent too, closed by the header timeout below
 
-    // Every idle or slow connection is closed by its timeout.
-    const closed = await Promise.all(opened.map((c) => closedWithin(c, 5000, t0)));
+    // Every idle or slow connection is closed by its timeout: never before it (timers do not
+    // fire early), and within five times it (#32.4: a starved machine delays a close; only a
+    // timer that never fires, -1 after 8 s, or one of the wrong length is a failure).
+    const closed = await Promise.all(opened.map((c) => closedWithin(c, 8000, t0)));
     const silent = closed.slice(0, 7);
     const slow = closed.slice(7, 13);
     const kept = closed.slice(13);
     for (const t of [...silent, ...slow]) {
-      assert.ok(t >= 700 && t < 2500, `header timeout 800 ms: closed after ${t} ms`);
+      assert.ok(t >= 700 && t < 4000, `header timeout 800 ms: closed after ${t} ms`);
     }
-    for (const t of kept) assert.ok(t >= 1400 && t < 3500, `idle timeout 1500 ms: ${t} ms`);
+    for (const t of kept) assert.ok(t >= 1400 && t < 7500, `idle timeout 1500 ms: ${t} ms`);
 
     // Room again: a new client is served.
     const res = await fetch(`http://127.0.0.1:${server.port}/health`);
     assert.equal(res.status, 200);
     await res.body?.cancel();
-    assert.ok(steady.seen.ok > okBefore + 10, `steady client answered ${steady.seen.ok} times`);
+    // About 12 answers fit the ~1.2 s window at one every 100 ms; a starved client gets none.
+    assert.ok(steady.seen.ok > okBefore + 3, `steady client answered ${steady.seen.ok} times`);
     assert.equal(steady.seen.failed, 0, steady.seen.errors.join("\n"));
     assert.ok(await isAlive(server.child.pid));
     assert.ok(
-      server.log.some((l) => /\[WARN\].*refused 1 new connection/.test(l)),
+      server.log.some((l) =>
+        /\[WARN\].*closed 1 connection\(s\) with no request in flight to admit newcomers/.test(l)
+      ),
       server.log.join("\n"),
     );
   } finally {
