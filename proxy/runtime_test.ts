@@ -137,8 +137,12 @@ Deno.test("ProxyRuntime: reload swaps routes, names restart-only changes, drops 
   assert.deepEqual(calls, ["127.0.0.1:8003"]);
   // Clients of addresses the new configuration no longer uses close once idle.
   await new Promise((r) => setTimeout(r, 0));
-  assert.ok(closed.some((a) => a === "127.0.0.1:8001" || a === "127.0.0.1:8002"));
-  assert.ok(!closed.includes("127.0.0.1:8003"));
+  // #32.3: every dropped address is released, once each (9001 of the removed pool "web"
+  // included), and the kept one is not: fails if any one of them is skipped.
+  assert.deepEqual(
+    [...closed].sort(),
+    ["127.0.0.1:8001", "127.0.0.1:8002", "127.0.0.1:9001"],
+  );
   await runtime.stop();
   assert.equal(closed.at(-1), "*", "stop() closes the transport, and with it every connection");
 });
@@ -193,6 +197,7 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
         max_handshakes: 1,
         max_connections: 1,
         max_connections_per_address: 1,
+        udp_receive_buffer: 0, // the socket is sized once, at startup
         upstream_workers: 0,
       },
     }, [
@@ -203,6 +208,7 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
       "limits.max_handshakes",
       "limits.max_connections",
       "limits.max_connections_per_address",
+      "limits.udp_receive_buffer",
       "limits.upstream_workers",
     ]],
     admin: [{ admin: { port: 1234 } }, ["admin"]],

@@ -5,6 +5,7 @@ import { formatHashKey, parseHashKey } from "../balancer/hash_key.ts";
 import {
   ConfigSchema,
   isBindAddress,
+  isLoopbackAddress,
   isRouteHost,
   LoadBalancingConfigSchema,
   LogConfigSchema,
@@ -106,4 +107,39 @@ Deno.test("ConfigSchema alone applies defaults (no YAML, no files)", () => {
   assert.equal(config.listen.port, 9889);
   assert.deepEqual(config.load_balancing, { type: "round-robin" });
   assert.equal(config.log.level, "info");
+});
+
+Deno.test("#32.1: isLoopbackAddress counts an IPv4-mapped address as loopback only in 127.0.0.0/8", () => {
+  // Fails if every IPv4-mapped address (::ffff:a.b.c.d) counts as loopback (mutant:
+  // `return mapped !== null;`), which would let an admin listener on ::ffff:10.1.2.3 start
+  // without a token, reachable from the network.
+  const loopback = [
+    "127.0.0.1",
+    "127.255.255.254",
+    "::1",
+    "0:0:0:0:0:0:0:1",
+    "localhost",
+    "LOCALHOST.",
+    "::ffff:127.0.0.1",
+    "::FFFF:127.1.2.3",
+    "::ffff:7f00:1",
+    "0:0:0:0:0:ffff:7f00:0001",
+  ];
+  const reachable = [
+    "0.0.0.0",
+    "10.1.2.3",
+    "128.0.0.1",
+    "::",
+    "::2",
+    "::ffff:10.1.2.3",
+    "::ffff:0.0.0.0",
+    "::ffff:126.255.255.255",
+    "::ffff:128.0.0.1",
+    "::ffff:a01:203",
+    "::127.0.0.1", // IPv4-compatible (deprecated), not mapped: not loopback
+    "64:ff9b::127.0.0.1", // NAT64: routed through a translator
+    "admin.internal",
+  ];
+  for (const a of loopback) assert.ok(isLoopbackAddress(a), `${a} is loopback`);
+  for (const a of reachable) assert.ok(!isLoopbackAddress(a), `${a} is not loopback`);
 });

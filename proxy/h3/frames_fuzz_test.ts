@@ -150,14 +150,19 @@ function onlyH3Error(what: string, input: Uint8Array, fn: () => void): void {
 function runOne(r: () => number, input: Uint8Array): void {
   const parts = chunks(r, input);
   const maxFrameSize = [16, 64, 1024, 65536][int(r, 4)];
+  // Half the inputs skip HEADERS frames over a quarter of the frame bound
+  // (decided without drawing from `r`, so the seeded corpus stays the same).
+  const maxHeadersSize = input.length % 2 === 0 ? maxFrameSize >> 2 : undefined;
 
   onlyH3Error("FrameDecoder", input, () => {
-    const dec = new FrameDecoder({ maxFrameSize });
+    const dec = new FrameDecoder({ maxFrameSize, maxHeadersSize });
     let seen = 0;
     for (const p of parts) {
       dec.push(p);
       for (let ev = dec.next(); ev !== NEED_MORE; ev = dec.next()) {
-        seen += ev.kind === "data" ? ev.chunk.length : ev.payload.length;
+        if (ev.kind === "data") seen += ev.chunk.length;
+        else if (ev.kind === "frame") seen += ev.payload.length;
+        else assert.ok(ev.length > maxHeadersSize! && ev.length <= maxFrameSize);
       }
     }
     assert.ok(seen <= input.length);
@@ -165,7 +170,7 @@ function runOne(r: () => number, input: Uint8Array): void {
   });
 
   onlyH3Error("RequestStreamParser", input, () => {
-    const p = new RequestStreamParser({ maxFrameSize });
+    const p = new RequestStreamParser({ maxFrameSize, maxHeadersSize });
     for (const c of parts) p.push(c);
     p.end();
   });
@@ -205,64 +210,143 @@ Deno.test("fuzz: frame layer throws only H3Error and finishes quickly (seeded)",
   assert.ok(performance.now() - started < 60_000);
 });
 
+/** Names and values the validator fuzz draws from: valid ones and near misses. */
+const FIELD_NAMES = [
+  ":method",
+  ":scheme",
+  ":authority",
+  ":path",
+  ":protocol",
+  ":status",
+  "host",
+  "content-length",
+  "te",
+  "connection",
+  "x-a",
+  "Upper",
+  "",
+  "a b",
+];
+const FIELD_VALUES = [
+  "GET",
+  "CONNECT",
+  "OPTIONS",
+  "https",
+  "http",
+  "/",
+  "*",
+  "",
+  " x",
+  "5",
+  "5, 5",
+  "5, 6",
+  "-1",
+  "trailers",
+  "a\nb",
+  "example.com",
+  "200",
+  "u@h",
+];
+
+type Fields = Array<[string, string]>;
+
+/** Valid sections, one list per validator, that the fuzz mutates (so both outcomes occur). */
+const VALID_SECTIONS: Record<"request" | "response" | "trailers", Fields[]> = {
+  request: [
+    [[":method", "GET"], [":scheme", "https"], [":authority", "example.com"], [":path", "/"]],
+    [[":method", "OPTIONS"], [":scheme", "http"], [":path", "*"], ["host", "example.com"]],
+    [[":method", "CONNECT"], [":authority", "example.com"], ["x-a", "5"]],
+    [
+      [":method", "CONNECT"],
+      [":protocol", "websocket"],
+      [":scheme", "https"],
+      [":authority", "example.com"],
+      [":path", "/"],
+      ["content-length", "5, 5"],
+    ],
+  ],
+  response: [[[":status", "200"]], [[":status", "200"], ["content-length", "5"], ["x-a", "u@h"]]],
+  trailers: [[], [["x-a", "5"]], [["x-a", "trailers"], ["x-a", "200"]]],
+};
+
+function mutateFields(r: () => number, fields: Fields): Fields {
+  const out: Fields = fields.map(([n, v]) => [n, v]);
+  const pick = <T>(list: T[]): T => list[int(r, list.length)];
+  const rounds = int(r, 3); // 0 rounds: the valid section itself
+  for (let k = 0; k < rounds; k++) {
+    const at = int(r, out.length + 1);
+    switch (int(r, 5)) {
+      case 0: // rename a field
+        if (at < out.length) out[at][0] = pick(FIELD_NAMES);
+        break;
+      case 1: // change a value
+        if (at < out.length) out[at][1] = pick(FIELD_VALUES);
+        break;
+      case 2: // drop a field
+        out.splice(at, 1);
+        break;
+      case 3: // repeat a field
+        if (at < out.length) out.splice(int(r, out.length + 1), 0, [...out[at]]);
+        break;
+      default: // insert a random field
+        out.splice(at, 0, [pick(FIELD_NAMES), pick(FIELD_VALUES)]);
+    }
+  }
+  return out;
+}
+
+function randomFields(r: () => number): Fields {
+  const fields: Fields = [];
+  const n = int(r, 8);
+  for (let k = 0; k < n; k++) {
+    fields.push([
+      FIELD_NAMES[int(r, FIELD_NAMES.length)],
+      FIELD_VALUES[int(r, FIELD_VALUES.length)],
+    ]);
+  }
+  return fields;
+}
+
 Deno.test("fuzz: message validators throw only MalformedMessageError (seeded)", () => {
   const r = rng(SEED + 1);
-  const alphabet = [
-    ":method",
-    ":scheme",
-    ":authority",
-    ":path",
-    ":protocol",
-    ":status",
-    "host",
-    "content-length",
-    "te",
-    "connection",
-    "x-a",
-    "Upper",
-    "",
-    "a b",
-  ];
-  const values = [
-    "GET",
-    "CONNECT",
-    "OPTIONS",
-    "https",
-    "http",
-    "/",
-    "*",
-    "",
-    " x",
-    "5",
-    "5, 5",
-    "5, 6",
-    "-1",
-    "trailers",
-    "a\nb",
-    "example.com",
-    "200",
-    "u@h",
-  ];
+  const validators: Record<keyof typeof VALID_SECTIONS, (fields: Fields) => unknown> = {
+    request: (fields) => validateRequestFields(fields, { allowExtendedConnect: r() < 0.5 }),
+    response: validateResponseFields,
+    trailers: validateTrailerFields,
+  };
+  const seen = {
+    request: { ok: 0, malformed: 0 },
+    response: { ok: 0, malformed: 0 },
+    trailers: { ok: 0, malformed: 0 },
+  };
   for (let i = 0; i < ITERATIONS; i++) {
-    const fields: Array<[string, string]> = [];
-    const n = int(r, 8);
-    for (let k = 0; k < n; k++) {
-      fields.push([alphabet[int(r, alphabet.length)], values[int(r, values.length)]]);
-    }
     for (
-      const fn of [
-        () => validateRequestFields(fields, { allowExtendedConnect: r() < 0.5 }),
-        () => validateResponseFields(fields),
-        () => validateTrailerFields(fields),
-      ]
+      const [kind, validate] of Object.entries(validators) as [
+        keyof typeof seen,
+        (f: Fields) => unknown,
+      ][]
     ) {
+      const seeds = VALID_SECTIONS[kind];
+      const fields = r() < 0.3 ? randomFields(r) : mutateFields(r, seeds[int(r, seeds.length)]);
       try {
-        fn();
+        validate(fields);
+        // An empty section says nothing of a validator's accepting path (any trailers pass).
+        if (fields.length > 0) seen[kind].ok++;
       } catch (e) {
         if (!(e instanceof MalformedMessageError)) {
-          throw new Error(`${JSON.stringify(fields)}: ${e}`);
+          throw new Error(`${kind} ${JSON.stringify(fields)}: ${e}`);
         }
+        seen[kind].malformed++;
       }
     }
+  }
+  // #32.3: the corpus must reach both the accepting (on a non-empty section) and the rejecting
+  // path of every validator: a validator that rejected every field (mutant: trailers refusing
+  // any name), or accepted everything, would pass the kind check alone.
+  for (const [kind, o] of Object.entries(seen)) {
+    assert.ok(
+      o.ok > ITERATIONS / 50 && o.malformed > ITERATIONS / 50,
+      `${kind}: ${JSON.stringify(o)}`,
+    );
   }
 });

@@ -61,6 +61,20 @@ export class CounterSet {
   readonly #values = new Float64Array(COUNTER_NAMES.length);
   readonly #classes = new Float64Array(STATUS_CLASSES.length);
 
+  /**
+   * Creates the set with every counter at `start` (0 unless a test starts
+   * near 2^53 to check the counting stays exact there).
+   *
+   * @throws {RangeError} if `start` is not an integer in 0..2^53.
+   */
+  constructor(start = 0) {
+    if (!Number.isInteger(start) || start < 0 || start > 2 ** 53) {
+      throw new RangeError(`bad counter start ${start}`);
+    }
+    this.#values.fill(start);
+    this.#classes.fill(start);
+  }
+
   /** Adds one to a counter. */
   inc(name: CounterName): void {
     this.#values[INDEX[name]]++;

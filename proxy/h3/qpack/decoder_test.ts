@@ -307,6 +307,37 @@ Deno.test("RFC 9204 §2.2.3: invalid references in field sections are QPACK_DECO
   }
 });
 
+Deno.test("#32.1: a pre-base reference at or beyond the Required Insert Count is QPACK_DECOMPRESSION_FAILED", () => {
+  // Defends the `abs >= ric` checks of the pre-base forms (§4.5.2 Indexed Field Line,
+  // §4.5.4 Literal Field Line with Name Reference): deleting either one makes the decoder
+  // return the entry (the table holds it; only the section's own RIC excludes it), and the
+  // matching case below fails. Base above RIC (positive Delta Base) is what makes a pre-base
+  // index reach past RIC; the table holds entries 0..3, so `table.has` alone does not catch it.
+  const dec = filledDecoder(4);
+  // RIC 2, Base 4: relative 0 = abs 3, relative 1 = abs 2, relative 2 = abs 1 (the last allowed).
+  const prefix = encodeSectionPrefix(2, 4, 128);
+  assert.equal(prefix[1], 0x02, "Delta Base +2, sign bit clear");
+  assert.deepEqual(
+    dec.decodeSection(0, concatBytes(prefix, encodeIndexedDynamic(2))),
+    [["n1", "v1"]],
+    "abs RIC - 1 decodes",
+  );
+  assert.deepEqual(
+    dec.decodeSection(0, concatBytes(prefix, encodeLiteralDynamicNameRef(2, "x"))),
+    [["n1", "x"]],
+    "name of abs RIC - 1 decodes",
+  );
+  const beyond: [string, Uint8Array][] = [
+    ["indexed abs = RIC", concatBytes(prefix, encodeIndexedDynamic(1))],
+    ["indexed abs > RIC", concatBytes(prefix, encodeIndexedDynamic(0))],
+    ["name ref abs = RIC", concatBytes(prefix, encodeLiteralDynamicNameRef(1, "x"))],
+    ["name ref abs > RIC", concatBytes(prefix, encodeLiteralDynamicNameRef(0, "x"))],
+  ];
+  for (const [what, block] of beyond) {
+    assert.throws(() => dec.decodeSection(0, block), DECOMP, `${what}: ${toHex(block)}`);
+  }
+});
+
 Deno.test("RFC 9204 §4.3: invalid encoder instructions are QPACK_ENCODER_STREAM_ERROR", () => {
   const mk = () => {
     const d = new QpackDecoder({ maxTableCapacity: 100, maxBlockedStreams: 0 });
