@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { needs } from "../tests/support/tools.ts";
 import {
   classifyRun,
   loadMutations,
@@ -65,39 +66,45 @@ Deno.test("mutate: a run with failed tests kills the mutant; one that did not lo
   assert.equal(classifyRun(1, noLoad).kind, "error");
 });
 
-Deno.test("mutate: in a small repository, a caught mutant is killed, an uncaught one survives, a stale entry is reported", async () => {
-  const repo = await Deno.makeTempDir({ prefix: "mutate_test_" });
-  try {
-    const git = await new Deno.Command("git", { args: ["init", "-q"], cwd: repo }).output();
-    assert.equal(git.code, 0);
-    await Deno.writeTextFile(
-      `${repo}/clamp.ts`,
-      "export function clamp(n: number): number {\n" +
-        "  if (n > 10) return 10;\n  if (n < 0) return 0;\n  return n;\n}\n",
-    );
-    await Deno.writeTextFile(
-      `${repo}/clamp_test.ts`,
-      'import { clamp } from "./clamp.ts";\n' +
-        'Deno.test("upper bound", () => { if (clamp(20) !== 10) throw new Error("no bound"); });\n',
-    );
-    const base = { file: "clamp.ts", tests: ["clamp_test.ts"] };
-    const results = await runMutations({
-      root: repo,
-      mutations: [
-        { ...base, find: "if (n > 10) return 10;", replace: "", why: "upper" },
-        { ...base, find: "if (n < 0) return 0;", replace: "", why: "lower" },
-        { ...base, find: "return", replace: "", why: "ambiguous" },
-      ],
-      timeoutMs: 30_000,
-    });
-    assert.deepEqual(results.map((r) => [r.mutation.why, r.verdict]), [
-      ["upper", { kind: "killed", failed: ["upper bound"], timedOut: false }],
-      ["lower", { kind: "survived" }],
-      ["ambiguous", { kind: "stale", occurrences: 3 }],
-    ]);
-    // The repository itself was never touched.
-    assert.match(await Deno.readTextFile(`${repo}/clamp.ts`), /if \(n > 10\) return 10;/);
-  } finally {
-    await Deno.remove(repo, { recursive: true });
-  }
+Deno.test({
+  ...needs(
+    "mutate: in a small repository, a caught mutant is killed, an uncaught one survives, a stale entry is reported",
+    "git",
+  ),
+  fn: async () => {
+    const repo = await Deno.makeTempDir({ prefix: "mutate_test_" });
+    try {
+      const git = await new Deno.Command("git", { args: ["init", "-q"], cwd: repo }).output();
+      assert.equal(git.code, 0);
+      await Deno.writeTextFile(
+        `${repo}/clamp.ts`,
+        "export function clamp(n: number): number {\n" +
+          "  if (n > 10) return 10;\n  if (n < 0) return 0;\n  return n;\n}\n",
+      );
+      await Deno.writeTextFile(
+        `${repo}/clamp_test.ts`,
+        'import { clamp } from "./clamp.ts";\n' +
+          'Deno.test("upper bound", () => { if (clamp(20) !== 10) throw new Error("no bound"); });\n',
+      );
+      const base = { file: "clamp.ts", tests: ["clamp_test.ts"] };
+      const results = await runMutations({
+        root: repo,
+        mutations: [
+          { ...base, find: "if (n > 10) return 10;", replace: "", why: "upper" },
+          { ...base, find: "if (n < 0) return 0;", replace: "", why: "lower" },
+          { ...base, find: "return", replace: "", why: "ambiguous" },
+        ],
+        timeoutMs: 30_000,
+      });
+      assert.deepEqual(results.map((r) => [r.mutation.why, r.verdict]), [
+        ["upper", { kind: "killed", failed: ["upper bound"], timedOut: false }],
+        ["lower", { kind: "survived" }],
+        ["ambiguous", { kind: "stale", occurrences: 3 }],
+      ]);
+      // The repository itself was never touched.
+      assert.match(await Deno.readTextFile(`${repo}/clamp.ts`), /if \(n > 10\) return 10;/);
+    } finally {
+      await Deno.remove(repo, { recursive: true });
+    }
+  },
 });

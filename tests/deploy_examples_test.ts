@@ -16,6 +16,7 @@
  */
 import assert from "node:assert/strict";
 import { testCerts } from "./support/proxy_process.ts";
+import { needs } from "./support/tools.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DEPLOY = `${ROOT}examples/deploy/`;
@@ -33,13 +34,11 @@ async function run(cmd: string, args: string[], opts: Deno.CommandOptions = {}) 
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-async function hasCommand(name: string): Promise<boolean> {
-  return (await run("bash", ["-c", `command -v ${name}`])).code === 0;
-}
-
 Deno.test({
-  name: "deploy: the systemd units pass systemd-analyze verify without a word",
-  ignore: !(await hasCommand("systemd-analyze")),
+  ...needs(
+    "deploy: the systemd units pass systemd-analyze verify without a word",
+    "systemd-analyze",
+  ),
   fn: async () => {
     const dir = await Deno.makeTempDir({ prefix: "spooky-units-" });
     try {

@@ -23,3 +23,11 @@ Deno.test("RFC 7541 §5.1: an integer above 2^53-1 is a value, not an exception"
   const b = hex("1fffffffffffffffffff7f");
   assert.equal(readPrefixInt(b, 0, b.length, 5), PREFIX_INT_TOO_LARGE);
 });
+
+// Guards `value > MAX_PREFIX_INT` on its own: eight continuation bytes stay
+// under the length bound (`scale` reaches 2^56 only after the ninth), so with
+// that check deleted this integer would read back as about 9.6e15, past 2^53-1.
+Deno.test("RFC 7541 §5.1: an integer just past 2^53-1 within the length bound is too large", () => {
+  const b = hex("1fffffffffffffffff10");
+  assert.equal(readPrefixInt(b, 0, b.length, 5), PREFIX_INT_TOO_LARGE);
+});

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import * as x509 from "@peculiar/x509";
 import { type DevCerts, ensureDevCerts, generateDevCerts, LEAF_VALIDITY_DAYS } from "./generate.ts";
 import { main } from "./main.ts";
+import { needs } from "../../tests/support/tools.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -277,7 +278,9 @@ Deno.test("QUIC: the handshake fails without the CA or for a name not in the SAN
   }
 });
 
-Deno.test("QUIC: gtlsclient (ngtcp2 + GnuTLS) completes a handshake with ALPN h3", async () => {
+Deno.test({
+  ...needs("QUIC: gtlsclient (ngtcp2 + GnuTLS) completes a handshake with ALPN h3", "gtlsclient"),
+}, async () => {
   // gtlsclient has no option to trust a CA file and does not verify the
   // server's chain (it loads the system trust store but never checks the peer),
   // so this proves interoperability of the certificate and key with an
@@ -326,18 +329,11 @@ Deno.test("QUIC: gtlsclient (ngtcp2 + GnuTLS) completes a handshake with ALPN h3
   }
 });
 
-const hasOpenssl = (() => {
-  try {
-    return new Deno.Command("openssl", { args: ["version"], stdout: "null", stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-})();
-
 Deno.test({
-  name: "openssl verify: leaf chains to the CA for serverAuth, localhost, 127.0.0.1 and ::1",
-  ignore: !hasOpenssl,
+  ...needs(
+    "openssl verify: leaf chains to the CA for serverAuth, localhost, 127.0.0.1 and ::1",
+    "openssl",
+  ),
   async fn() {
     const dir = await Deno.makeTempDir();
     try {

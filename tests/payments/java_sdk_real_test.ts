@@ -16,6 +16,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnServer } from "./_server_process.ts";
+import { recordSkip } from "../support/tools.ts";
 
 function onPath(cmd: string): boolean {
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
@@ -97,9 +98,11 @@ const missing = !haveJava
   : !classpath
   ? "the SDK's dependency jars (PAYMENTS_JAVA_CLASSPATH or ~/.m2/repository)"
   : undefined;
+const NAME = "Java payments SDK (compiled from its source): the full flow against the defaults";
 if (missing) {
   // deno-lint-ignore no-console
   console.warn(`java_sdk_real_test: skipped: ${missing}`);
+  recordSkip(NAME, `opt-in (the real Java SDK): ${missing}`);
 }
 
 async function javaSources(dir: string): Promise<string[]> {
@@ -113,7 +116,7 @@ async function javaSources(dir: string): Promise<string[]> {
 }
 
 Deno.test({
-  name: "Java payments SDK (compiled from its source): the full flow against the defaults",
+  name: NAME,
   ignore: missing !== undefined,
   async fn() {
     const out = await Deno.makeTempDir({ prefix: "payments-java-sdk-" });

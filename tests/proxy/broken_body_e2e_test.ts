@@ -6,10 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
-import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
+import { chromiumDumpDom } from "../support/chromium.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
+import { needs } from "../support/tools.ts";
 
 const PAGE = `<!doctype html><html><body><pre id="out">pending</pre><script>
 fetch("/broken").then((r) => r.text()).then(
@@ -59,8 +60,7 @@ Deno.test("e2e: a backend body that breaks mid-way is never taken as complete", 
     });
 
     await t.step({
-      name: "Chromium: the fetch body read rejects",
-      ignore: chromiumPath() === null,
+      ...needs("Chromium: the fetch body read rejects", "chromium"),
       fn: async () => {
         const origin = `localhost:${proxy.port}`;
         const r = await chromiumDumpDom(`https://${origin}/page.html`, {

@@ -5,8 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
-import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
+import { chromiumDumpDom } from "../support/chromium.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
+import { needs } from "../support/tools.ts";
 
 const PAGE = `<!doctype html><html><head><title>spooky</title></head><body>
 <pre id="out">pending</pre>
@@ -29,8 +30,10 @@ const PAGE = `<!doctype html><html><head><title>spooky</title></head><body>
 </script></body></html>`;
 
 Deno.test({
-  name: "e2e: headless Chromium loads a page over HTTP/3 whose script sends many headers",
-  ignore: chromiumPath() === null,
+  ...needs(
+    "e2e: headless Chromium loads a page over HTTP/3 whose script sends many headers",
+    "chromium",
+  ),
   async fn() {
     const vias: Array<string | null> = [];
     const be = startBackend("b", (req) => {

@@ -6,11 +6,12 @@
 import assert from "node:assert/strict";
 import { concatBytes, decodeVarint, encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
-import { chromiumDumpDom, chromiumPath } from "../support/chromium.ts";
-import { certutilPath, firefoxPath, firefoxRun } from "../support/firefox.ts";
+import { chromiumDumpDom } from "../support/chromium.ts";
+import { firefoxRun } from "../support/firefox.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { needs } from "../support/tools.ts";
 
 const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
 
@@ -246,15 +247,13 @@ upstream:
     } finally {
       await client.close();
     }
-    if (chromiumPath() !== null) {
-      const certs = await testCerts();
-      const origin = `localhost:${proxy.port}`;
-      const page = await chromiumDumpDom(`https://${origin}/page.html`, {
-        quicOrigin: origin,
-        spkiPin: certs.spkiPin,
-      });
-      assert.match(page.dom, /DONE 200:2000/, `dom: ${page.dom.slice(0, 300)}`);
-    }
+    const certs = await testCerts();
+    const origin = `localhost:${proxy.port}`;
+    const page = await chromiumDumpDom(`https://${origin}/page.html`, {
+      quicOrigin: origin,
+      spkiPin: certs.spkiPin,
+    });
+    assert.match(page.dom, /DONE 200:2000/, `dom: ${page.dom.slice(0, 300)}`);
   } finally {
     assert.equal(await proxy.stop(), 0);
     await be.close();
@@ -262,8 +261,11 @@ upstream:
 });
 
 Deno.test({
-  name: "#25.5: headless Firefox accepts a slow response with cancel probes in it",
-  ignore: firefoxPath() === null || certutilPath() === null,
+  ...needs(
+    "#25.5: headless Firefox accepts a slow response with cancel probes in it",
+    "firefox-esr",
+    "certutil",
+  ),
   async fn() {
     const results = Promise.withResolvers<string>();
     const be = slowBackend((text) => results.resolve(text));

@@ -15,8 +15,9 @@
 import assert from "node:assert/strict";
 import { decodePrefixInt, decodeVarint, NEED_MORE } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
-import { certutilPath, firefoxPath, firefoxRun } from "../support/firefox.ts";
+import { firefoxRun } from "../support/firefox.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
+import { needs } from "../support/tools.ts";
 
 const ROUNDS = 8;
 const PARALLEL = 4;
@@ -118,8 +119,11 @@ function encodedInsertCounts(lines: string[]): Map<number, number> {
 }
 
 Deno.test({
-  name: "e2e: headless Firefox loads a page over HTTP/3 whose script sends many headers (QPACK)",
-  ignore: firefoxPath() === null || certutilPath() === null,
+  ...needs(
+    "e2e: headless Firefox loads a page over HTTP/3 whose script sends many headers (QPACK)",
+    "firefox-esr",
+    "certutil",
+  ),
   async fn() {
     const vias: Array<string | null> = [];
     const results = Promise.withResolvers<string>();
