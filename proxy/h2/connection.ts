@@ -127,9 +127,18 @@ export type H2Event =
   /**
    * The stream ended abnormally: `local` true when we reset it for the peer's
    * fault (RST_STREAM sent with `code`), false when the peer reset it (or
-   * refused it by GOAWAY: code REFUSED_STREAM, never processed).
+   * refused it by GOAWAY: code REFUSED_STREAM). `answered`: a response head
+   * (1xx included) had arrived on it, so the peer processed the request,
+   * whatever a later REFUSED_STREAM claims (RFC 9113 §8.7).
    */
-  | { type: "stream-error"; stream: number; code: number; message: string; local: boolean }
+  | {
+    type: "stream-error";
+    stream: number;
+    code: number;
+    message: string;
+    local: boolean;
+    answered: boolean;
+  }
   /** Send window opened on `stream` (0: the connection, any stream may try again). */
   | { type: "send-window"; stream: number }
   /** The peer's SETTINGS were applied (concurrency may have changed). */
@@ -164,6 +173,8 @@ interface Stream {
   remoteClosed: boolean;
   /** 0 awaiting the final head, 1 body, 2 trailers received. */
   phase: 0 | 1 | 2;
+  /** A response head arrived (1xx included): the peer processed the request. */
+  answered: boolean;
   /** The response carries no body whatever it declares (HEAD, 204, 304). */
   noBody: boolean;
   readonly headRequest: boolean;
@@ -414,6 +425,7 @@ export class H2ClientConnection {
       localClosed: opts.endStream,
       remoteClosed: false,
       phase: 0,
+      answered: false,
       noBody: opts.head === true,
       headRequest: opts.head === true,
       contentLength: -1,
@@ -595,7 +607,14 @@ export class H2ClientConnection {
   #streamError(ev: H2Event[], s: Stream, code: number, message: string): void {
     this.#streams.delete(s.id);
     this.#rst(s.id, code);
-    ev.push({ type: "stream-error", stream: s.id, code, message, local: true });
+    ev.push({
+      type: "stream-error",
+      stream: s.id,
+      code,
+      message,
+      local: true,
+      answered: s.answered,
+    });
   }
 
   /** True for a stream id we never opened (server-initiated or above ours): RFC 9113 §5.1 idle. */
@@ -863,6 +882,7 @@ export class H2ClientConnection {
       return this.#streamError(ev, s, H2Code.STREAM_CLOSED, "HEADERS after END_STREAM");
     }
     this.#idleFrames = 0;
+    s.answered = true;
     if (s.phase === 1) {
       if (!endStream) {
         return this.#streamError(ev, s, H2Code.PROTOCOL_ERROR, "trailers without END_STREAM");
@@ -924,7 +944,14 @@ export class H2ClientConnection {
     if (s === undefined) return this.#idleFrame(ev);
     const code = readU32(b, start);
     this.#streams.delete(stream);
-    ev.push({ type: "stream-error", stream, code, message: "reset by the peer", local: false });
+    ev.push({
+      type: "stream-error",
+      stream,
+      code,
+      message: "reset by the peer",
+      local: false,
+      answered: s.answered,
+    });
   }
 
   #settings(
@@ -1043,8 +1070,9 @@ export class H2ClientConnection {
           type: "stream-error",
           stream: s.id,
           code: H2Code.REFUSED_STREAM,
-          message: `not processed: GOAWAY with last stream ${last}`,
+          message: `above GOAWAY's last stream ${last}`,
           local: false,
+          answered: s.answered,
         });
       }
     }

@@ -290,6 +290,36 @@ Deno.test("RFC 9113 §6.8: streams above GOAWAY's last id are refused, earlier o
   assert.deepEqual(c.openStream(GET, { endStream: true }), { refused: "closed" });
 });
 
+Deno.test("#35.1: RFC 9113 §8.7: a stream's end says whether a response head (1xx included) had come, whatever a refusal claims", () => {
+  const refused = (c: H2ClientConnection, bytes: Uint8Array) => {
+    const e = only(c.receive(bytes), "stream-error");
+    assert.equal(e.code, H2Code.REFUSED_STREAM);
+    assert.equal(e.local, false);
+    return e.answered;
+  };
+  const rst = (id: number) => frame(FrameType.RST_STREAM, 0, id, u32(H2Code.REFUSED_STREAM));
+  const goaway0 = frame(FrameType.GOAWAY, 0, 0, cat(u32(0), u32(0)));
+  // Refused before any head: not processed.
+  let r = ready();
+  assert.equal(refused(r.c, rst(r.id)), false);
+  r = ready();
+  assert.equal(refused(r.c, goaway0), false);
+  // After a 103: processed.
+  r = ready();
+  assert.deepEqual(r.c.receive(headers(r.id, [[":status", "103"]])), []);
+  assert.equal(refused(r.c, rst(r.id)), true);
+  r = ready();
+  r.c.receive(headers(r.id, [[":status", "103"]]));
+  assert.equal(refused(r.c, goaway0), true);
+  // After the final head and part of a declared body: processed.
+  for (const end of [rst, () => goaway0]) {
+    r = ready();
+    const head = [[":status", "200"], ["content-length", "10"]] as Array<[string, string]>;
+    r.c.receive(cat(headers(r.id, head), frame(FrameType.DATA, 0, r.id, new Uint8Array(3))));
+    assert.equal(refused(r.c, end(r.id)), true);
+  }
+});
+
 Deno.test("RFC 9113 §5.1.2: MAX_CONCURRENT_STREAMS is honoured", () => {
   const c = new H2ClientConnection();
   c.receive(settings([[SettingId.MAX_CONCURRENT_STREAMS, 2]]));

@@ -1,11 +1,12 @@
 /**
  * Phase 5, forward: one request to its pool's candidates. The upstream
  * request is built (`upstream_request.ts`), sent to the first candidate
- * and, after a connect failure (or, for an idempotent request, after a
- * reset, protocol error or lost worker before any answer), to the next;
- * the answer becomes the client's response (`respond.ts`). What each way
- * of ending means for the client's status, passive health and the metrics
- * is one table, `upstream/outcome.ts`. How the bytes travel is the
+ * and, when the retry rule of `upstream/outcome.ts` allows
+ * ({@link maySendAgain}: any method after a failure the backend provably
+ * did not process, an idempotent one once after one it may have), to the
+ * next; the answer becomes the client's response (`respond.ts`). What each
+ * way of ending means for the client's status, passive health and the
+ * metrics is that same table. How the bytes travel is the
  * {@link UpstreamTransport}'s business.
  *
  * @example
@@ -36,6 +37,7 @@ import { errorResponse } from "../server/error_response.ts";
 import { requestEnd } from "../server/request_end.ts";
 import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
 import {
+  maySendAgain,
   outcomeOfError,
   outcomeOfStatus,
   OUTCOMES,
@@ -61,7 +63,7 @@ export interface ForwardDeps {
   isTrustedProxy?: (ip: string) => boolean;
 }
 
-/** Sends a routed request to the first of its candidates (and the next one after a connect failure). */
+/** Sends a routed request to the first of its candidates (and the next one when the retry rule allows). */
 export type Forwarder = (
   req: IncomingRequest,
   pool: PoolContext,
@@ -69,9 +71,6 @@ export type Forwarder = (
   path: string,
   authority: string | undefined,
 ) => Promise<OutgoingResponse>;
-
-/** Methods a request may be sent twice with (RFC 9110 §9.2.2); TRACE is never forwarded. */
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 
 /** The error's message with its causes, e.g. `backend connect error: … (connect ECONNREFUSED 127.0.0.1:1)`. */
 export function describeError(err: unknown): string {
@@ -113,12 +112,13 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
     if (attempts.length === 0) {
       return errorResponse(503, OUTCOMES.no_candidate.error, `no backend for pool ${pool.name}`);
     }
-    // A failure before any answer that may have reached the backend (a
-    // reset, a protocol error, a lost worker), on a pooled session, is
-    // retried once for an idempotent method (RFC 9110 §9.2.2), as pingora
-    // retries a request that failed on a reused connection: the next
-    // candidate, or the same backend when there is no other.
-    let idempotentRetry = retryable && IDEMPOTENT.has(head.method);
+    // A failure the backend may have processed (a reset, a protocol error,
+    // a lost worker), on a pooled session, is retried once for an
+    // idempotent method (RFC 9110 §9.2.2), as pingora retries a request that
+    // failed on a reused connection: the next candidate, or the same
+    // backend when there is no other. One it provably did not process
+    // (`connect`) goes to the next candidate whatever the method.
+    let maybeProcessedRetry = retryable;
 
     for (let i = 0; i < attempts.length; i++) {
       const backend = attempts[i];
@@ -143,17 +143,18 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           body,
           trailers: body === null ? undefined : req.trailers,
           timeoutMs: pool.timeoutMs,
+          connectTimeoutMs: pool.config.connect_timeout_ms,
           signal: req.signal,
         });
       } catch (err) {
         const outcome = outcomeOfError(err, requestEnd(req.signal));
         const rule = OUTCOMES[outcome];
         const cause = describeError(err);
-        const retry = (rule.retry === "next" && i < attempts.length - 1) ||
-          (rule.retry === "idempotent" && idempotentRetry);
+        const retry = maySendAgain(outcome, head.method) &&
+          (rule.retry === "any" ? i < attempts.length - 1 : maybeProcessedRetry);
         if (retry) {
           if (rule.retry === "idempotent") {
-            idempotentRetry = false;
+            maybeProcessedRetry = false;
             if (i === attempts.length - 1) attempts.push(backend);
           }
           // The attempt counts against the backend; the request goes on.

@@ -12,6 +12,7 @@ import {
   type UpstreamTransport,
 } from "../upstream/transport.ts";
 import { ConfigSchema } from "../config/schema.ts";
+import { maySendAgain, OUTCOMES, type UpstreamOutcome } from "../upstream/outcome.ts";
 
 /** A transport that answers each exchange from a script: a failure kind, or a status. */
 type Step = UpstreamFailureKind | number | UpstreamResponse | Error;
@@ -386,4 +387,65 @@ Deno.test("forward: RFC 9110 §9.3.2: a HEAD request's content is read and dropp
   // The client's content was read to its end (nothing is left waiting on it).
   await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(await req.body!.getReader().read(), { done: true, value: undefined });
+});
+
+/** A failing step per outcome the transport can report (the rest are not failures of an attempt). */
+const FAILURES: Array<[string, Step]> = [
+  ["connect", "connect"],
+  ["reset", "reset"],
+  ["protocol", "protocol"],
+  ["timeout", "timeout"],
+  ["worker_lost", "worker"],
+  ["local", "local"],
+  ["shutdown", "aborted"],
+  ["internal", new TypeError("bug")],
+];
+
+for (const method of ["POST", "PATCH", "GET", "PUT"]) {
+  Deno.test(`#35.1: forward follows the retry rule of outcome.ts for ${method}, every failing outcome, one and two candidates`, async () => {
+    for (const [outcome, step] of FAILURES) {
+      for (const candidates of [one, two]) {
+        const f = forwarder([step, 200]);
+        const body = method === "GET" ? null : new Uint8Array(3);
+        const res = await f.forward(incoming(method, body), pool, candidates, "/x", "a.test");
+        const again = maySendAgain(outcome as UpstreamOutcome, method) &&
+          (OUTCOMES[outcome as UpstreamOutcome].retry === "idempotent" || candidates === two);
+        const what = `${outcome}, ${candidates.length} candidate(s)`;
+        assert.equal(f.seen.length, again ? 2 : 1, what);
+        assert.equal(res.status, again ? 200 : OUTCOMES[outcome as UpstreamOutcome].status, what);
+      }
+    }
+  });
+}
+
+Deno.test("#35.1: a POST whose backend processed it (protocol, reset, worker lost) is never sent to the next candidate", async () => {
+  for (const step of ["protocol", "reset", "worker"] as const) {
+    const f = forwarder([step, 200]);
+    const res = await f.forward(incoming("POST", new Uint8Array(3)), pool, two, "/x", "a.test");
+    assert.equal(res.status, 502, step);
+    assert.deepEqual(f.seen.map((r) => r.address), ["127.0.0.1:1"], step);
+  }
+});
+
+Deno.test("#35.2: the pool's connect_timeout_ms goes with every exchange (a reloaded pool's with the next)", async () => {
+  const f = forwarder([200]);
+  await f.forward(incoming("GET"), pool, one, "/x", "a.test");
+  assert.equal(f.seen[0].connectTimeoutMs, 10_000, "the default");
+  const reloaded = buildPools(
+    ConfigSchema.parse({
+      version: 1,
+      listen: { protocol: "http3", port: 9889, tls: { cert: "c.pem", key: "k.pem" } },
+      upstream: {
+        p: {
+          route: { path_prefix: "/" },
+          connect_timeout_ms: 250,
+          backends: [{ id: "b1", address: "127.0.0.1:1" }],
+        },
+      },
+    }),
+    () => new PoolState(),
+  ).get("p")!;
+  const g = forwarder([200]);
+  await g.forward(incoming("GET"), reloaded, one, "/x", "a.test");
+  assert.equal(g.seen[0].connectTimeoutMs, 250);
 });

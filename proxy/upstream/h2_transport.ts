@@ -1,7 +1,7 @@
 /**
  * {@link UpstreamTransport} on the project's own sans-IO HTTP/2 client
  * (`proxy/h2/`) in this thread: h2c with prior knowledge over `Deno.connect`,
- * or TLS with ALPN `h2` over `Deno.connectTls` for backends configured with
+ * or TLS with ALPN `h2` over `Deno.startTls` for backends configured with
  * `tls`.
  *
  * - Sessions: a pool per backend address. A request opens its stream on a
@@ -11,13 +11,23 @@
  *   waits in a bounded queue (past the bound it fails `connect`: nothing
  *   reached the backend). Streams open only once the backend's SETTINGS are
  *   in, so the count of open streams is the backend's own.
+ * - A new session has one deadline for TCP connect, TLS handshake and the
+ *   backend's first SETTINGS (`connect_timeout_ms` of the request that
+ *   opened it). Past it the session is closed: the first request waiting on
+ *   it (the one it was opened for), and any that already moved once, fail
+ *   `connect` (nothing was sent; the failure counts against the backend);
+ *   the others waiting on it move to a new session.
  * - A request abandoned (client gone, timeout) before its stream opened
  *   never opens; one abandoned after is reset with RST_STREAM CANCEL.
  * - A session without streams for {@link SESSION_IDLE_MS} is closed; one the
  *   backend sends GOAWAY on takes no new streams and closes when drained;
  *   requests above GOAWAY's last stream id, or refused with REFUSED_STREAM,
- *   are sent again elsewhere when their body can be replayed, else fail
- *   `connect`. A PING checks a session that has streams but has been silent.
+ *   before any response head are sent again elsewhere when their body can be
+ *   replayed, else fail `connect` (the backend provably did not process
+ *   them: the retry rule of `outcome.ts`). Refused after a response head
+ *   (1xx included), they fail `protocol` and are never replayed: the backend
+ *   processed them. A PING checks a session that has streams but has been
+ *   silent.
  * - The backend's protocol violations fail the requests of that session
  *   (kind `protocol`) and drop the session; nothing is thrown, nothing else
  *   is touched.
@@ -37,6 +47,8 @@ import { ResetBudget } from "./reset_budget.ts";
 import { H2ClientConnection, type H2ConnectionOptions, type H2Event } from "../h2/connection.ts";
 import { H2Code, h2CodeName } from "../h2/errors.ts";
 import { responseHasNoBody } from "../h3/fields.ts";
+import { mayReplay, outcomeOfError } from "./outcome.ts";
+import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
 import {
   abortedError,
   type Trailers,
@@ -57,8 +69,13 @@ export const SESSION_IDLE_MS = 30_000;
 const PING_AFTER_MS = 15_000;
 /** A PING unanswered for this long ends the session (ms). */
 const PING_TIMEOUT_MS = 10_000;
-/** A backend without SETTINGS this long after connecting is not an HTTP/2 server (ms). */
-const SETTINGS_WAIT_MS = 10_000;
+/**
+ * Default deadline of a new session (ms): TCP connect, TLS handshake and the
+ * backend's first SETTINGS (`connect_timeout_ms`'s default).
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** Times a request moves to a new session after the one it waited on timed out connecting. */
+const MAX_MOVES = 1;
 /** Response body bytes buffered ahead of the reader (the stream's own queue). */
 const RESPONSE_HIGH_WATER = 256 * 1024;
 /** Request body bytes queued for the socket before the next chunk is read from the client. */
@@ -68,20 +85,18 @@ const READ_BUFFER = 64 * 1024;
 /** Times a request refused unprocessed (REFUSED_STREAM, GOAWAY) is tried again. */
 const MAX_REPLAYS = 2;
 
-/** TLS towards one backend (`tls` of a backend in the configuration). */
-export interface BackendTls {
-  /** PEM CA certificates to trust instead of the system's roots. */
-  readonly caCerts?: readonly string[];
-  /** A PEM file of CA certificates, read at each new session (so a replaced file applies). */
-  readonly caFile?: string;
-  /** Server name for SNI and certificate checking; default the address's host. */
-  readonly serverName?: string;
-}
+export type { BackendTls } from "./backend_connect.ts";
 
 /** Options of {@link createH2Transport}. */
 export interface H2TransportOptions {
-  /** Opens the byte stream to a backend (tests inject one); default `Deno.connect`/`connectTls`. */
-  connect?: (address: string, tls: BackendTls | undefined) => Promise<Deno.Conn>;
+  /**
+   * Opens the byte stream to a backend (tests inject one); default
+   * `backend_connect.ts` (`Deno.connect`, `Deno.startTls`), with at most
+   * {@link maxSessionsPerAddress} TLS handshakes given up and still
+   * unanswered per address. `signal` aborts at the session's connect
+   * deadline.
+   */
+  connect?: Connector;
   /** TLS settings of a backend address (tests); default the request's own `tls`. */
   tlsFor?: (address: string) => BackendTls | undefined;
   /** Sessions per backend address at most (default 8). */
@@ -95,55 +110,12 @@ export interface H2TransportOptions {
   /** A PING unanswered this long ends the session, failing its streams `timeout` (ms, default 10,000). */
   pingTimeoutMs?: number;
   /**
-   * A backend that sends no SETTINGS (its connection preface, RFC 9113 §3.4)
-   * this long after the connection opened is not an HTTP/2 server: the
-   * session fails its requests `protocol` (ms, default 10,000).
+   * Deadline of a new session when the request gives none
+   * (`connectTimeoutMs`): TCP connect, TLS handshake and the backend's
+   * SETTINGS (its connection preface, RFC 9113 §3.4) together (ms, default
+   * {@link CONNECT_TIMEOUT_MS}).
    */
-  settingsTimeoutMs?: number;
-}
-
-/** Splits `host:port` (IPv6 in brackets). */
-function hostPort(address: string): { hostname: string; port: number } {
-  const colon = address.lastIndexOf(":");
-  let hostname = address.slice(0, colon);
-  if (hostname.startsWith("[")) hostname = hostname.slice(1, -1);
-  return { hostname, port: Number(address.slice(colon + 1)) };
-}
-
-/** The default connector: h2c with prior knowledge, or TLS with ALPN h2. */
-async function defaultConnect(address: string, tls: BackendTls | undefined): Promise<Deno.Conn> {
-  const { hostname, port } = hostPort(address);
-  if (tls === undefined) {
-    const conn = await Deno.connect({ hostname, port });
-    conn.setNoDelay(true);
-    return conn;
-  }
-  // TCP to the address itself, then TLS naming `serverName` (SNI and the
-  // certificate check), so a server name never changes where we connect.
-  let caCerts = tls.caCerts ? [...tls.caCerts] : undefined;
-  if (tls.caFile !== undefined) {
-    try {
-      caCerts = [...(caCerts ?? []), await Deno.readTextFile(tls.caFile)];
-    } catch (err) {
-      throw new UpstreamError(
-        "connect",
-        `cannot read tls.ca ${tls.caFile}: ${(err as Error).message}`,
-      );
-    }
-  }
-  const tcp = await Deno.connect({ hostname, port });
-  tcp.setNoDelay(true);
-  const conn = await Deno.startTls(tcp, {
-    hostname: tls.serverName ?? hostname,
-    caCerts,
-    alpnProtocols: ["h2"],
-  });
-  const hs = await conn.handshake();
-  if (hs.alpnProtocol !== "h2") {
-    conn.close();
-    throw new UpstreamError("connect", `backend did not agree to ALPN h2 (got ${hs.alpnProtocol})`);
-  }
-  return conn;
+  connectTimeoutMs?: number;
 }
 
 /** One exchange as the transport tracks it. */
@@ -159,6 +131,8 @@ class Exchange {
   openedAt = 0;
   settled = false;
   replays = 0;
+  /** Times it moved to a new session after the one it waited on timed out connecting. */
+  moves = 0;
   /** When waiting for a stream runs out (`performance.now()` ms): never opened past it. */
   readonly deadline: number;
   /** request_timeout_ms: waiting on the backend for body credit or the head. */
@@ -220,15 +194,21 @@ class Session {
   idle: IdleWatch | null = null;
   #live: IdleWatch | null = null;
   #pingOut = false;
-  /** Waits for the backend's first SETTINGS. */
-  #settingsWatch: IdleWatch | null = null;
+  /** The connect deadline: TCP connect, TLS handshake and the backend's first SETTINGS. */
+  #connectWatch: IdleWatch | null = null;
+  /** Aborted at the connect deadline: the connector gives up. */
+  readonly #connecting = new AbortController();
   /** Paces resets of streams the backend may not have accepted yet (`reset_budget.ts`). */
   readonly resets = new ResetBudget();
   /** The backend's GOAWAY, as a suffix (" after GOAWAY …") for the failure of the streams it left open, or "". */
   #goaway = "";
   #resetTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(readonly pool: Pool, codecOpts: H2ConnectionOptions | undefined) {
+  constructor(
+    readonly pool: Pool,
+    codecOpts: H2ConnectionOptions | undefined,
+    readonly connectTimeoutMs: number,
+  ) {
     this.codec = new H2ClientConnection(codecOpts);
   }
 
@@ -242,11 +222,17 @@ class Session {
     return this.load < this.codec.peerMaxConcurrentStreams;
   }
 
-  async start(connect: H2TransportOptions["connect"] & object, tls: BackendTls | undefined) {
+  async start(connect: Connector, tls: BackendTls | undefined) {
+    const wait = this.connectTimeoutMs;
+    this.#connectWatch = idleWatch(wait, () => {
+      this.#connectWatch = null;
+      if (!this.ready) this.#connectTimedOut(wait);
+    });
     let conn: Deno.Conn;
     try {
-      conn = await connect(this.pool.address, tls);
+      conn = await connect(this.pool.address, tls, this.#connecting.signal);
     } catch (err) {
+      if (this.closed) return;
       const e = err instanceof UpstreamError ? err : new UpstreamError(
         "connect",
         `cannot connect to ${this.pool.address}: ${(err as Error).message}`,
@@ -263,20 +249,37 @@ class Session {
       return;
     }
     this.conn = conn;
-    const wait = this.pool.transport.settingsTimeoutMs;
-    this.#settingsWatch = idleWatch(wait, () => {
-      this.#settingsWatch = null;
-      if (this.ready) return;
-      this.fail(
-        new UpstreamError(
-          "protocol",
-          `backend sent no HTTP/2 SETTINGS within ${wait} ms (not an HTTP/2 server?)`,
-        ),
-        "protocol",
-      );
-    });
     this.flush();
     this.#readLoop();
+  }
+
+  /**
+   * The connect deadline passed before the backend's SETTINGS: the session
+   * is closed. The first request waiting on it (the one it was opened for)
+   * and any that already moved once fail `connect` (nothing was sent); the
+   * others move to a new session, so one stuck connection does not fail
+   * them all, and none waits through more than two.
+   */
+  #connectTimedOut(wait: number): void {
+    if (this.closed) return;
+    const err = new UpstreamError(
+      "connect",
+      this.conn === null
+        ? `backend ${this.pool.address}: connection (TCP connect, TLS handshake) not established within connect_timeout_ms (${wait} ms)`
+        : `backend ${this.pool.address}: no HTTP/2 SETTINGS received within connect_timeout_ms (${wait} ms); not an HTTP/2 server?`,
+    );
+    this.#connecting.abort(err);
+    const waiting = this.waiting.splice(0).filter((x) =>
+      x.state === "queued" && x.session === this
+    );
+    for (const x of waiting) x.session = null;
+    const failing = waiting.filter((x, i) => i === 0 || x.moves >= MAX_MOVES);
+    const moving = waiting.filter((x) => !failing.includes(x));
+    for (const x of moving) x.moves++;
+    this.pool.queue.unshift(...moving);
+    // Leaves the pool, whose pump opens a new session for the queue.
+    this.#shut();
+    for (const x of failing) this.pool.transport.fail(x, err);
   }
 
   /** Writes what the codec queued, in order; one writer at a time. */
@@ -378,8 +381,8 @@ class Session {
       case "settings":
         if (!this.ready) {
           this.ready = true;
-          this.#settingsWatch?.cancel();
-          this.#settingsWatch = null;
+          this.#connectWatch?.cancel();
+          this.#connectWatch = null;
           // Opened up to the backend's limit; the rest go back to the pool's queue.
           for (const x of this.waiting.splice(0)) {
             if (x.state === "queued" && x.session === this) this.pool.transport.open(x, this);
@@ -405,7 +408,7 @@ class Session {
         const x = this.exchanges.get(ev.stream);
         if (x === undefined) return;
         this.exchanges.delete(ev.stream);
-        this.pool.transport.onStreamError(x, ev.code, ev.message, ev.local);
+        this.pool.transport.onStreamError(x, ev);
         this.streamDone();
         return;
       }
@@ -543,8 +546,8 @@ class Session {
     this.idle = null;
     this.#live?.cancel();
     this.#live = null;
-    this.#settingsWatch?.cancel();
-    this.#settingsWatch = null;
+    this.#connectWatch?.cancel();
+    this.#connectWatch = null;
     this.pool.remove(this);
     if (closeConn && this.conn !== null) {
       // Let a GOAWAY the codec queued go out first, briefly.
@@ -590,15 +593,15 @@ class Pool {
         this.queue.shift();
         continue;
       }
-      const s = this.place();
+      const s = this.place(x);
       if (s === null) return;
       this.queue.shift();
       this.transport.assign(x, s);
     }
   }
 
-  /** A session with room, a new one if allowed, or null. */
-  place(): Session | null {
+  /** A session with room for `x`, a new one (opened for `x`) if allowed, or null. */
+  place(x: Exchange): Session | null {
     let best: Session | null = null;
     for (const s of this.sessions) {
       if (s.hasRoom && (best === null || s.load < best.load)) best = s;
@@ -606,7 +609,7 @@ class Pool {
     if (best !== null) return best;
     // A session still waiting for its SETTINGS takes one request (it may allow 1).
     if (this.sessions.length < this.transport.maxSessions && !this.released) {
-      return this.transport.newSession(this);
+      return this.transport.newSession(this, x.req.connectTimeoutMs);
     }
     return null;
   }
@@ -615,24 +618,24 @@ class Pool {
 /** The transport; see {@link createH2Transport}. */
 class H2Transport implements UpstreamTransport {
   readonly #pools = new Map<string, Pool>();
-  readonly #connect: NonNullable<H2TransportOptions["connect"]>;
+  readonly #connect: Connector;
   readonly #tlsFor: (address: string) => BackendTls | undefined;
   readonly maxSessions: number;
   readonly pingAfterMs: number;
   readonly pingTimeoutMs: number;
-  readonly settingsTimeoutMs: number;
+  readonly connectTimeoutMs: number;
   readonly #maxQueued: number;
   readonly #codec: H2ConnectionOptions | undefined;
   readonly #live = new Set<Exchange>();
   #closed = false;
 
   constructor(opts: H2TransportOptions) {
-    this.#connect = opts.connect ?? defaultConnect;
-    this.#tlsFor = opts.tlsFor ?? (() => undefined);
     this.maxSessions = opts.maxSessionsPerAddress ?? 8;
+    this.#connect = opts.connect ?? createConnector({ maxStalledHandshakes: this.maxSessions });
+    this.#tlsFor = opts.tlsFor ?? (() => undefined);
     this.pingAfterMs = opts.pingAfterMs ?? PING_AFTER_MS;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? PING_TIMEOUT_MS;
-    this.settingsTimeoutMs = opts.settingsTimeoutMs ?? SETTINGS_WAIT_MS;
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     this.#maxQueued = opts.maxQueuedPerAddress ?? 4096;
     this.#codec = opts.codec;
   }
@@ -641,8 +644,9 @@ class H2Transport implements UpstreamTransport {
     if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
   }
 
-  newSession(pool: Pool): Session {
-    const s = new Session(pool, this.#codec);
+  /** Opens a session of `pool` with a connect deadline of `connectTimeoutMs` (default the transport's). */
+  newSession(pool: Pool, connectTimeoutMs = this.connectTimeoutMs): Session {
+    const s = new Session(pool, this.#codec, connectTimeoutMs);
     pool.sessions.push(s);
     s.start(this.#connect, pool.tls);
     return s;
@@ -695,7 +699,7 @@ class H2Transport implements UpstreamTransport {
     x.state = "queued";
     x.session = null;
     if (pool.queue.length === 0) {
-      const s = pool.place();
+      const s = pool.place(x);
       if (s !== null) return this.assign(x, s);
     }
     if (pool.queue.length >= this.#maxQueued) {
@@ -980,7 +984,8 @@ class H2Transport implements UpstreamTransport {
     // may want the rest or reset with NO_ERROR; either way the answer stands.
   }
 
-  onStreamError(x: Exchange, code: number, message: string, local: boolean): void {
+  onStreamError(x: Exchange, ev: Extract<H2Event, { type: "stream-error" }>): void {
+    const { code, message } = ev;
     if (x.state === "done") return;
     const responseDone = x.settled && x.controller === null && x.collected === null;
     if (responseDone) {
@@ -988,7 +993,7 @@ class H2Transport implements UpstreamTransport {
       this.#finish(x);
       return;
     }
-    if (local) {
+    if (ev.local) {
       return this.fail(
         x,
         new UpstreamError(
@@ -998,27 +1003,39 @@ class H2Transport implements UpstreamTransport {
         false,
       );
     }
-    if (code === H2Code.REFUSED_STREAM && !x.settled) {
-      if (x.replayable && x.replays < MAX_REPLAYS) {
-        x.replays++;
-        x.session = null;
-        x.stream = 0;
-        x.state = "queued";
-        x.pending = null;
-        x.wake = null;
-        return this.#enqueue(x);
-      }
-      return this.fail(
-        x,
-        new UpstreamError("connect", `backend refused the stream: ${message}`),
-        false,
-      );
-    }
+    if (code === H2Code.REFUSED_STREAM) return this.#refused(x, ev.answered, message);
     this.fail(
       x,
       new UpstreamError("reset", `backend reset the stream (code ${code}, ${h2CodeName(code)})`),
       false,
     );
+  }
+
+  /**
+   * The backend refused `x`'s stream (REFUSED_STREAM, or above a GOAWAY's
+   * last stream id). Before any response head that proves it did not
+   * process the request (RFC 9113 §8.7): `connect`, replayed at once when
+   * the retry rule allows ({@link mayReplay}) and the body can be sent
+   * again. After one (`answered`, a 1xx included) it did process it, and
+   * the refusal is a lie: `protocol`, never replayed.
+   */
+  #refused(x: Exchange, answered: boolean, message: string): void {
+    const err = answered || x.status !== 0
+      ? new UpstreamError(
+        "protocol",
+        `backend refused the stream after a response head (${message}): it processed the request (RFC 9113 §8.7)`,
+      )
+      : new UpstreamError("connect", `backend refused the stream, unprocessed (${message})`);
+    if (mayReplay(outcomeOfError(err, undefined)) && x.replayable && x.replays < MAX_REPLAYS) {
+      x.replays++;
+      x.session = null;
+      x.stream = 0;
+      x.state = "queued";
+      x.pending = null;
+      x.wake = null;
+      return this.#enqueue(x);
+    }
+    this.fail(x, err, false);
   }
 
   /** Resets `x`'s stream if it is still open on its session. */

@@ -12,7 +12,9 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
 import type { UpstreamError, UpstreamTransport } from "./transport.ts";
-import { startRawH2 } from "./_test_raw_h2.ts";
+import { type RawConn, startRawH2 } from "./_test_raw_h2.ts";
+import { cat, frame, headers, u32 } from "../h2/_test_util.ts";
+import { H2Code } from "../h2/errors.ts";
 
 interface LimitedBackend {
   address: string;
@@ -80,7 +82,7 @@ async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void>
 function get(
   t: UpstreamTransport,
   b: LimitedBackend,
-  over: { signal?: AbortSignal; timeoutMs?: number } = {},
+  over: { signal?: AbortSignal; timeoutMs?: number; connectTimeoutMs?: number } = {},
 ) {
   return t.exchange({
     address: b.address,
@@ -90,6 +92,7 @@ function get(
     headers: [],
     body: null,
     timeoutMs: over.timeoutMs ?? 10_000,
+    connectTimeoutMs: over.connectTimeoutMs,
     signal: over.signal,
   }).then((r) => r.status, (e: UpstreamError) => e.kind);
 }
@@ -260,7 +263,7 @@ test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connec
   (async () => {
     for await (const c of listener) held.push(c); // accepts, says nothing
   })().catch(() => {});
-  const t = createH2Transport({ settingsTimeoutMs: 200 });
+  const t = createH2Transport({ connectTimeoutMs: 200 });
   try {
     const err = await t.exchange({
       address: `127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
@@ -329,5 +332,280 @@ test("rapid reset defence of hyper backends: clients leaving in a burst do not m
     const answers = await Promise.all(kept);
     const failed = answers.filter((a) => a !== "200 ok");
     assert.deepEqual(failed, [], `round ${round}: ${failed.length} of 150 kept requests failed`);
+  }
+});
+
+/** How a backend that lies refuses a request: the head it sends first, then the refusal. */
+interface Refusal {
+  readonly head: "none" | "1xx" | "final";
+  readonly refuse: "rst" | "goaway";
+}
+
+const REFUSALS: readonly Refusal[] = (["none", "1xx", "final"] as const).flatMap((head) =>
+  (["rst", "goaway"] as const).map((refuse) => ({ head, refuse }))
+);
+
+/** Writes `r` on `stream`: a head (a 103, or a 200 declaring 10 bytes and 3 of them), then the refusal. */
+function refuseOn(conn: RawConn, stream: number, r: Refusal): Promise<void> {
+  const head = r.head === "none"
+    ? new Uint8Array(0)
+    : r.head === "1xx"
+    ? headers(stream, [[":status", "103"]])
+    : cat(
+      headers(stream, [[":status", "200"], ["content-length", "10"]]),
+      frame(0, 0, stream, new Uint8Array(3)),
+    );
+  const refusal = r.refuse === "rst"
+    ? frame(3, 0, stream, u32(H2Code.REFUSED_STREAM))
+    : frame(7, 0, 0, cat(u32(0), u32(H2Code.NO_ERROR))); // GOAWAY, last stream 0
+  return conn.write(cat(head, refusal));
+}
+
+for (const r of REFUSALS) {
+  for (const method of ["POST", "GET"]) {
+    const after = r.head === "none" ? "before any response head" : `after a ${r.head} head`;
+    const want = r.head === "none" ? "replayed, then `connect`" : "`protocol`, never replayed";
+    test(`#35.1: RFC 9113 §8.7: a ${method} refused by ${r.refuse} ${after} is ${want}`, async () => {
+      let deliveries = 0;
+      const server = startRawH2((conn, stream) => {
+        deliveries++;
+        refuseOn(conn, stream, r);
+      });
+      const t = createH2Transport();
+      try {
+        const err = await t.exchange({
+          address: server.address,
+          method,
+          path: "/",
+          authority: "a.test",
+          headers: [],
+          body: method === "POST" ? new TextEncoder().encode("pay 10") : null,
+          timeoutMs: 10_000,
+        }).then(() => null, (e: UpstreamError) => e);
+        assert.ok(err !== null);
+        if (r.head === "none") {
+          // Provably not processed: sent again at once (twice), whatever the method.
+          assert.equal(err.kind, "connect", err.message);
+          assert.equal(deliveries, 3);
+        } else {
+          assert.equal(err.kind, "protocol", err.message);
+          assert.match(err.message, /after a response head/);
+          assert.equal(deliveries, 1, "the backend processed it: it is never sent again");
+        }
+      } finally {
+        await t.close();
+        await server.close();
+      }
+    });
+  }
+}
+
+test("#35.1: a refusal after a streamed response was handed over errors its body `protocol`; nothing is sent again", async () => {
+  let deliveries = 0;
+  const server = startRawH2((conn, stream) => {
+    deliveries++;
+    // No content-length: the body streams, the head is handed over at once.
+    conn.write(cat(
+      headers(stream, [[":status", "200"]]),
+      frame(0, 0, stream, new Uint8Array(3)),
+      frame(3, 0, stream, u32(H2Code.REFUSED_STREAM)),
+    ));
+  });
+  const t = createH2Transport();
+  try {
+    const res = await t.exchange({
+      address: server.address,
+      method: "POST",
+      path: "/",
+      authority: "a.test",
+      headers: [],
+      body: new TextEncoder().encode("pay 10"),
+      timeoutMs: 10_000,
+    });
+    assert.equal(res.status, 200);
+    const err = await new Response(res.body as ReadableStream).arrayBuffer().then(
+      () => null,
+      (e: UpstreamError) => e,
+    );
+    assert.equal(err?.kind, "protocol");
+    assert.equal(deliveries, 1);
+  } finally {
+    await t.close();
+    await server.close();
+  }
+});
+
+/** A listener that accepts TCP and never says a word (no TLS ServerHello, no SETTINGS). */
+function stallListener() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const state = { accepts: 0, ended: 0 };
+  (async () => {
+    for await (const c of listener) {
+      state.accepts++;
+      held.push(c);
+      (async () => {
+        const buf = new Uint8Array(4096);
+        try {
+          while ((await c.read(buf)) !== null) { /* the ClientHello, unanswered */ }
+        } catch { /* reset */ }
+        state.ended++;
+      })();
+    }
+  })().catch(() => {});
+  return {
+    address: `127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    state,
+    /** Closes the oldest connection still held (the backend gives up on it). */
+    closeOne() {
+      try {
+        held.shift()?.close();
+      } catch { /* closed */ }
+    },
+    close() {
+      listener.close();
+      for (const c of held) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+    },
+  };
+}
+
+function askStalled(
+  t: UpstreamTransport,
+  address: string,
+  connectTimeoutMs: number | undefined,
+  timeoutMs = 8_000,
+) {
+  return t.exchange({
+    address,
+    method: "GET",
+    path: "/",
+    authority: "a.test",
+    headers: [],
+    body: null,
+    timeoutMs,
+    connectTimeoutMs,
+  }).then(() => null, (e: UpstreamError) => e);
+}
+
+test("#35.2: a TLS handshake that never completes fails `connect` at connect_timeout_ms; the next request connects anew", async () => {
+  const stalled = stallListener();
+  const t = createH2Transport({ tlsFor: () => ({}) });
+  try {
+    const start = performance.now();
+    const err = await askStalled(t, stalled.address, 300);
+    assert.equal(err?.kind, "connect", err?.message);
+    assert.match(err!.message, /not established within connect_timeout_ms \(300 ms\)/);
+    assert.ok(performance.now() - start < 4_000, "long before the request timeout (8 s)");
+    const again = await askStalled(t, stalled.address, 300);
+    assert.equal(again?.kind, "connect");
+    assert.equal(stalled.state.accepts, 2, "a new connection for the next request");
+  } finally {
+    await t.close();
+    stalled.close();
+  }
+});
+
+test("#35.2: TLS handshakes given up and still unanswered are bounded per address (Deno holds their sockets); one that ends frees its place", async () => {
+  const stalled = stallListener();
+  const t = createH2Transport({ tlsFor: () => ({}), maxSessionsPerAddress: 2 });
+  try {
+    for (let i = 0; i < 2; i++) {
+      assert.match((await askStalled(t, stalled.address, 200))!.message, /not established/);
+    }
+    assert.equal(stalled.state.accepts, 2);
+    // Both sockets are still held: the third attempt fails at once, unsent.
+    const start = performance.now();
+    const refused = await askStalled(t, stalled.address, 5_000);
+    assert.equal(refused?.kind, "connect");
+    assert.match(refused!.message, /2 TLS handshakes given up are still unanswered/);
+    assert.ok(performance.now() - start < 2_500, "at once, not at its 5 s deadline");
+    assert.equal(stalled.state.accepts, 2, "no third connection");
+    // The backend closes one: its place is free again, and the socket released.
+    stalled.closeOne();
+    const end = performance.now() + 5_000;
+    let next = await askStalled(t, stalled.address, 200);
+    while (/still unanswered/.test(next!.message) && performance.now() < end) {
+      await sleep(20);
+      next = await askStalled(t, stalled.address, 200);
+    }
+    assert.match(next!.message, /not established/);
+    assert.equal(stalled.state.accepts, 3);
+  } finally {
+    await t.close();
+    stalled.close();
+  }
+});
+
+test("#35.2: connect_timeout_ms is the request's: a new session takes the value of the request it is opened for", async () => {
+  const stalled = stallListener();
+  const t = createH2Transport(); // default 10 s
+  try {
+    const err = await askStalled(t, stalled.address, 300);
+    assert.equal(err?.kind, "connect", err?.message);
+    assert.match(err!.message, /no HTTP\/2 SETTINGS received within connect_timeout_ms \(300 ms\)/);
+    // Another value (as after a reload) applies to the next session: a
+    // deadline past the request's own, which then times out first.
+    const late = await askStalled(t, stalled.address, 60_000, 1_000);
+    assert.equal(late?.kind, "timeout", late?.message);
+    assert.equal(stalled.state.accepts, 2);
+  } finally {
+    await t.close();
+    stalled.close();
+  }
+});
+
+/** A connector whose first `stalls` attempts never complete (until their signal aborts); the rest reach `address`. */
+function stallingConnector(stalls: number, address: string) {
+  const state = { attempts: 0, aborted: 0 };
+  const connect = (_address: string, _tls: unknown, signal: AbortSignal): Promise<Deno.Conn> => {
+    state.attempts++;
+    if (state.attempts > stalls) {
+      const port = Number(address.slice(address.lastIndexOf(":") + 1));
+      return Deno.connect({ hostname: "127.0.0.1", port });
+    }
+    return new Promise((_, reject) =>
+      signal.addEventListener("abort", () => {
+        state.aborted++;
+        reject(signal.reason);
+      }, { once: true })
+    );
+  };
+  return { connect, state };
+}
+
+test("#35.2: requests waiting on a session stuck connecting move to a new session; only the one it was opened for fails", async () => {
+  const b = await limitedBackend(100);
+  const c = stallingConnector(1, b.address);
+  const t = createH2Transport({ connect: c.connect });
+  try {
+    const all = Array.from({ length: 3 }, () => get(t, b, { connectTimeoutMs: 300 }));
+    await until("the two moved requests at the backend", () => b.active === 2);
+    b.answer();
+    assert.deepEqual(await Promise.all(all), ["connect", 200, 200]);
+    assert.deepEqual(c.state, { attempts: 2, aborted: 1 });
+    assert.equal(b.sessions, 1);
+  } finally {
+    await t.close();
+    await b.close();
+  }
+});
+
+test("#35.2: a request moves once: past a second stuck session it fails `connect` (its wait is bounded by two deadlines)", async () => {
+  const b = await limitedBackend(100);
+  const c = stallingConnector(Infinity, b.address);
+  const t = createH2Transport({ connect: c.connect });
+  try {
+    const start = performance.now();
+    const all = Array.from({ length: 3 }, () => get(t, b, { connectTimeoutMs: 300 }));
+    assert.deepEqual(await Promise.all(all), ["connect", "connect", "connect"]);
+    assert.ok(performance.now() - start < 5_000, "long before the request timeout (10 s)");
+    assert.deepEqual(c.state, { attempts: 2, aborted: 2 });
+  } finally {
+    await t.close();
+    await b.close();
   }
 });

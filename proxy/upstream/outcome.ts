@@ -2,25 +2,40 @@
  * Whose fault it was, decided in one place: every way a forwarded request
  * can end ({@link UpstreamOutcome}) maps to the status the client gets, what
  * passive health is told about the backend, which backend counter moves,
- * and whether the request may be sent again. `phases/forward.ts` applies it and
- * describes the result on the response (`backend`, `failure`); the request
- * sink (`request_log.ts`) counts and logs it from there.
+ * whether the backend may have processed the request, and whether it may be
+ * sent again. `phases/forward.ts` applies it and describes the result on the
+ * response (`backend`, `failure`); the request sink (`request_log.ts`) counts
+ * and logs it from there.
  *
- * | outcome | client status | passive health | counter (`failure`) | retry |
- * |---|---|---|---|---|
- * | `answered` | the backend's (< 500) | success | – | – |
- * | `answered_5xx` | the backend's (500-599) | failure | – | – |
- * | `connect` | 502 | failure | backend_errors | next candidate, any method |
- * | `reset` | 502 | failure | backend_errors | once, idempotent only |
- * | `protocol` | 502 | failure | backend_errors | once, idempotent only |
- * | `invalid_response` | 502 | failure | backend_errors | no |
- * | `timeout` | 503 | failure | backend_timeouts | no |
- * | `worker_lost` | 502 | – | – | once, idempotent only |
- * | `client_gone` | 502 sent, counted and logged as 499 | – | – (`client_gone`) | no |
- * | `local` | 400 | – | – | no |
- * | `internal` | 500 | – | – | no |
- * | `shutdown` | 503 | – | – | no |
- * | `no_candidate` | 503 | – | – | – |
+ * | outcome | client status | passive health | counter (`failure`) | processed | sent again |
+ * |---|---|---|---|---|---|
+ * | `answered` | the backend's (< 500) | success | – | yes | no |
+ * | `answered_5xx` | the backend's (500-599) | failure | – | yes | no |
+ * | `connect` | 502 | failure | backend_errors | no, provably | any method |
+ * | `reset` | 502 | failure | backend_errors | maybe | once, idempotent only |
+ * | `protocol` | 502 | failure | backend_errors | maybe | once, idempotent only |
+ * | `invalid_response` | 502 | failure | backend_errors | yes | no |
+ * | `timeout` | 503 | failure | backend_timeouts | maybe | no |
+ * | `worker_lost` | 502 | – | – | maybe | once, idempotent only |
+ * | `client_gone` | 502 sent, counted and logged as 499 | – | – (`client_gone`) | maybe | no |
+ * | `local` | 400 | – | – | no | no |
+ * | `internal` | 500 | – | – | maybe | no |
+ * | `shutdown` | 503 | – | – | maybe | no |
+ * | `no_candidate` | 503 | – | – | no | no |
+ *
+ * **The retry rule** (RFC 9113 §8.7, RFC 9110 §9.2.2): a request is sent
+ * again, whatever its method, only when the backend provably did not
+ * process it (`processed: "no"`); one it may have processed is sent again
+ * at most once, and only for an idempotent method; one it answered never.
+ * Every path that sends a request again follows it: the transport's
+ * immediate replay of a refused stream ({@link mayReplay}) and `forward`'s
+ * next attempt ({@link maySendAgain}). "Provably not processed" is what the
+ * transport reports as `connect`: nothing reached the backend (unreachable,
+ * refused, no session within `connect_timeout_ms`, its queue full), or the
+ * backend refused the stream before any response head (REFUSED_STREAM,
+ * above a GOAWAY's last stream id). Once a response head has arrived (a 1xx
+ * included) the backend processed the request: a refusal after it is a
+ * `protocol` error of the backend, never `connect`.
  *
  * @example
  * ```ts
@@ -47,11 +62,19 @@ export type UpstreamOutcome =
   | "answered"
   /** The backend answered 500-599. */
   | "answered_5xx"
-  /** Nothing reached the backend (refused, unreachable, REFUSED_STREAM, GOAWAY before it was sent). */
+  /**
+   * The backend provably did not process the request: nothing reached it
+   * (refused, unreachable, no session within `connect_timeout_ms`), or it
+   * refused the stream before any response head (REFUSED_STREAM, above a
+   * GOAWAY's last stream id).
+   */
   | "connect"
   /** The backend reset the stream or closed the connection before answering. */
   | "reset"
-  /** The backend broke HTTP/2 (a connection or stream error of RFC 9113 §5.4). */
+  /**
+   * The backend broke HTTP/2 (a connection or stream error of RFC 9113
+   * §5.4), or refused a stream it had already answered (RFC 9113 §8.7).
+   */
   | "protocol"
   /** The backend answered with a head no client may be given (RFC 9113 §8.2, §8.3; RFC 9110 §15). */
   | "invalid_response"
@@ -77,6 +100,21 @@ export type UpstreamOutcome =
  */
 export type HealthReport = "success" | PassiveFailureKind;
 
+/**
+ * Whether the backend may have processed the request, as far as the proxy
+ * can prove: `no` (nothing reached it, or it refused the stream before any
+ * response head), `maybe` (it may have begun: a reset, a lost connection, a
+ * protocol error, a timeout), `yes` (it answered).
+ */
+export type Processed = "no" | "maybe" | "yes";
+
+/**
+ * May the request be sent again: `any` method (the backend provably did not
+ * process it); `idempotent`: once, for an idempotent method only (it may
+ * have); `no`.
+ */
+export type RetryRule = "any" | "idempotent" | "no";
+
 /** How an outcome is answered and counted. */
 export interface OutcomeRule {
   /** Status sent to the client; `null`: the backend's own status. */
@@ -99,41 +137,91 @@ export interface OutcomeRule {
    * the client left while it was asked.
    */
   readonly namesBackend: boolean;
+  /** Whether the backend may have processed the request. */
+  readonly processed: Processed;
   /**
-   * May the request be sent again: `next` to the next candidate whatever
-   * the method (nothing reached the backend); `idempotent` once, for an
-   * idempotent method whose body was not streamed (to the next candidate,
-   * or the same backend when it is the only one); `no`.
+   * May the request be sent again (a body that was streamed never is):
+   * derived from `processed` by the retry rule (see the module docs), `any`
+   * only when it is `no`. Where it goes is `forward`'s business (the next
+   * candidate, or the same backend when it is the only one).
    */
-  readonly retry: "next" | "idempotent" | "no";
+  readonly retry: RetryRule;
   /** Whether the backend is to blame (the outcome counts against it). */
   readonly backendFault: boolean;
 }
 
+const RETRY = true;
+const NO_RETRY = false;
+
 /** The one table: each outcome's status, passive-health report, counter and retry rule. */
 export const OUTCOMES: Readonly<Record<UpstreamOutcome, OutcomeRule>> = Object.freeze({
-  answered: rule(null, "", "success", null, "no", false),
-  answered_5xx: rule(null, "", "5xx", null, "no", true),
-  connect: rule(502, "backend_error", "connect", "backend_errors", "next", true),
-  reset: rule(502, "backend_error", "reset", "backend_errors", "idempotent", true),
-  protocol: rule(502, "backend_error", "protocol", "backend_errors", "idempotent", true),
-  invalid_response: rule(502, "invalid_response", "invalid_response", "backend_errors", "no", true),
-  timeout: rule(503, "backend_timeout", "timeout", "backend_timeouts", "no", true),
-  worker_lost: rule(502, "backend_error", null, null, "idempotent", false),
+  answered: rule(null, "", "success", null, "yes", NO_RETRY, false),
+  answered_5xx: rule(null, "", "5xx", null, "yes", NO_RETRY, true),
+  connect: rule(502, "backend_error", "connect", "backend_errors", "no", RETRY, true),
+  reset: rule(502, "backend_error", "reset", "backend_errors", "maybe", RETRY, true),
+  protocol: rule(502, "backend_error", "protocol", "backend_errors", "maybe", RETRY, true),
+  invalid_response: rule(
+    502,
+    "invalid_response",
+    "invalid_response",
+    "backend_errors",
+    "yes",
+    NO_RETRY,
+    true,
+  ),
+  // Past the request's own deadline: no time left to try again.
+  timeout: rule(503, "backend_timeout", "timeout", "backend_timeouts", "maybe", NO_RETRY, true),
+  worker_lost: rule(502, "backend_error", null, null, "maybe", RETRY, false),
   // Sent as 502 (if anyone still reads it); counted and logged as 499.
-  client_gone: rule(502, "client_gone", null, null, "no", false, "client_gone"),
-  local: rule(400, "bad_request", null, null, "no", false),
-  internal: rule(500, "internal_error", null, null, "no", false),
-  shutdown: rule(503, "shutting_down", null, null, "no", false),
-  no_candidate: rule(503, "no_healthy_backend", null, null, "no", false),
+  client_gone: rule(502, "client_gone", null, null, "maybe", NO_RETRY, false, "client_gone"),
+  // The request cannot be expressed: it would fail the same way again.
+  local: rule(400, "bad_request", null, null, "no", NO_RETRY, false),
+  internal: rule(500, "internal_error", null, null, "maybe", NO_RETRY, false),
+  shutdown: rule(503, "shutting_down", null, null, "maybe", NO_RETRY, false),
+  no_candidate: rule(503, "no_healthy_backend", null, null, "no", NO_RETRY, false),
 });
+
+/** The retry rule: what `processed` allows, for an outcome worth trying again at all. */
+export function retryRule(processed: Processed, worthRetrying: boolean): RetryRule {
+  if (!worthRetrying || processed === "yes") return "no";
+  return processed === "no" ? "any" : "idempotent";
+}
+
+/** Methods a request may be sent twice with (RFC 9110 §9.2.2); TRACE is never forwarded. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
+/** Whether `method` is idempotent (RFC 9110 §9.2.2): sending it twice does what once does. */
+export function isIdempotent(method: string): boolean {
+  return IDEMPOTENT.has(method);
+}
+
+/**
+ * Whether a request with `method` that ended in `outcome` may be sent
+ * again (the retry rule; `forward` also sends it again at most once after
+ * an `idempotent` one, and never a streamed body).
+ */
+export function maySendAgain(outcome: UpstreamOutcome, method: string): boolean {
+  const retry = OUTCOMES[outcome].retry;
+  return retry === "any" || (retry === "idempotent" && isIdempotent(method));
+}
+
+/**
+ * Whether the transport may replay at once, on the same backend, a request
+ * that ended in `outcome`: only one the backend provably did not process,
+ * whatever its method. What it may merely have processed is left to
+ * `forward`'s one retry.
+ */
+export function mayReplay(outcome: UpstreamOutcome): boolean {
+  return OUTCOMES[outcome].retry === "any";
+}
 
 function rule(
   status: number | null,
   error: string,
   health: HealthReport | null,
   counter: OutcomeRule["counter"],
-  retry: OutcomeRule["retry"],
+  processed: Processed,
+  worthRetrying: boolean,
   backendFault: boolean,
   other?: RequestFailure,
 ): OutcomeRule {
@@ -150,7 +238,8 @@ function rule(
     counter,
     failure,
     namesBackend,
-    retry,
+    processed,
+    retry: retryRule(processed, worthRetrying),
     backendFault,
   });
 }

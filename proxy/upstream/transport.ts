@@ -45,6 +45,13 @@ export interface UpstreamRequest {
    */
   readonly timeoutMs: number;
   /**
+   * `connect_timeout_ms`: the one deadline of a new connection to the
+   * backend, TCP connect, TLS handshake and the backend's first SETTINGS
+   * together, for a session opened for this request (absent: the
+   * transport's default). A session past it is closed.
+   */
+  readonly connectTimeoutMs?: number;
+  /**
    * Aborted when the request ends early, its `reason` a `RequestEnd`
    * (`server/request_end.ts`: the client went away, its body failed, its
    * connection closed, the proxy shut down): the exchange is cancelled

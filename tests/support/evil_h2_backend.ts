@@ -10,9 +10,11 @@
  * `startEvilBackend(case)` serves one case on its own loopback port, so a
  * proxy configured with one pool per case sends each case a fresh session.
  *
- * The backend never decodes the client's HPACK: it only needs the stream id
- * of each request HEADERS frame. It answers SETTINGS and PING as a peer must,
- * so that a violation is the only thing wrong.
+ * A case needs only the stream id of each request HEADERS frame; the
+ * request head is also decoded (HPACK, with the proxy's own decoder) and
+ * kept, for tests that count which requests reached the backend. It answers
+ * SETTINGS and PING as a peer must, so that a violation is the only thing
+ * wrong.
  *
  * @example
  * ```ts
@@ -23,6 +25,8 @@
  *
  * @module
  */
+
+import { HpackDecoder } from "../../proxy/h2/hpack.ts";
 
 /** Frame types (RFC 9113 §6). */
 export const FrameType = {
@@ -198,8 +202,12 @@ export interface EvilCase {
    * own SETTINGS; return `false` to send no SETTINGS and stop reading.
    */
   readonly onConnect?: (peer: EvilPeer) => Promise<boolean | void>;
-  /** Answers the request HEADERS on `streamId` (every request of the connection). */
-  readonly answer?: (peer: EvilPeer, streamId: number) => Promise<void>;
+  /**
+   * Answers the request HEADERS on `streamId` (every request of the
+   * connection); `head` is the decoded request head (empty if it could not
+   * be decoded).
+   */
+  readonly answer?: (peer: EvilPeer, streamId: number, head: RequestHead) => Promise<void>;
 }
 
 /** RFC 9113 §7 error codes the cases use. */
@@ -667,6 +675,14 @@ export const EVIL_CASES: readonly EvilCase[] = [
   },
 ];
 
+/** A request head as the backend decoded it: pseudo-headers first, names lowercase. */
+export type RequestHead = ReadonlyArray<readonly [string, string]>;
+
+/** The value of field `name` in `head`, or `undefined`. */
+export function fieldOf(head: RequestHead, name: string): string | undefined {
+  return head.find(([n]) => n === name)?.[1];
+}
+
 /** A running evil backend. */
 export interface EvilBackend {
   /** The case it serves. */
@@ -678,6 +694,8 @@ export interface EvilBackend {
   readonly connections: () => number;
   /** Request HEADERS frames seen so far. */
   readonly requests: () => number;
+  /** Every request head seen so far, in order of arrival. */
+  readonly heads: () => readonly RequestHead[];
   /** Stops listening and closes every connection. */
   close(): Promise<void>;
 }
@@ -688,6 +706,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
   const conns = new Set<Deno.Conn>();
   let connections = 0;
   let requests = 0;
+  const heads: RequestHead[] = [];
   let closed = false;
   const closing = Promise.withResolvers<void>();
 
@@ -725,6 +744,23 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
     };
     const buf = new Uint8Array(64 * 1024);
     let pending = new Uint8Array(0);
+    const decoder = new HpackDecoder();
+    /** The header block of a request HEADERS frame whose CONTINUATION is still to come. */
+    let block: { sid: number; bytes: Uint8Array } | null = null;
+    const requestHead = (bytes: Uint8Array): RequestHead => {
+      try {
+        const fields = decoder.decode(bytes);
+        return Array.isArray(fields) ? fields : [];
+      } catch {
+        return [];
+      }
+    };
+    const startAnswer = (sid: number, head: RequestHead) => {
+      requests++;
+      heads.push(head);
+      // Answers run concurrently, as a server's handlers would.
+      evil.answer?.(peer, sid, head).catch(() => {});
+    };
     const read = async (): Promise<boolean> => {
       let n: number | null = null;
       try {
@@ -761,9 +797,16 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
           } else if (type === FrameType.PING && (flags & Flag.ACK) === 0) {
             await peer.write(frame(FrameType.PING, Flag.ACK, 0, payload));
           } else if (type === FrameType.HEADERS && sid % 2 === 1) {
-            requests++;
-            // Answers run concurrently, as a server's handlers would.
-            evil.answer?.(peer, sid).catch(() => {});
+            const bytes = headerBlockOf(flags, payload);
+            if (flags & Flag.END_HEADERS) startAnswer(sid, requestHead(bytes));
+            else block = { sid, bytes };
+          } else if (type === FrameType.CONTINUATION && block !== null && block.sid === sid) {
+            const before: Uint8Array = block.bytes;
+            const bytes = new Uint8Array(before.length + payload.length);
+            bytes.set(before);
+            bytes.set(payload, before.length);
+            block = (flags & Flag.END_HEADERS) ? null : { sid, bytes };
+            if (block === null) startAnswer(sid, requestHead(bytes));
           }
         }
         if (!open || !(await read())) return;
@@ -797,6 +840,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
     port: addr.port,
     connections: () => connections,
     requests: () => requests,
+    heads: () => heads,
     async close() {
       if (closed) return;
       closed = true;
@@ -810,4 +854,16 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
       await accepting;
     },
   };
+}
+
+/** The header block fragment of a HEADERS frame's payload: padding and priority removed (RFC 9113 §6.2). */
+function headerBlockOf(flags: number, payload: Uint8Array): Uint8Array {
+  let start = 0;
+  let end = payload.length;
+  if (flags & Flag.PADDED) {
+    end -= payload[0];
+    start = 1;
+  }
+  if (flags & 0x20) start += 5; // PRIORITY
+  return payload.subarray(start, Math.max(start, end));
 }
