@@ -19,6 +19,7 @@ import { getLogger } from "@logtape/logtape";
 import { Hono } from "hono";
 import { Health } from "../shared/payments_schemas.ts";
 import { bearerChecker } from "../shared/bearer.ts";
+import { VERSION } from "../shared/version.ts";
 import { DOCS_HTML } from "./docs_page.ts";
 import { trustedPeers } from "./client_address.ts";
 import { INFO_LINK, PaymentsError } from "./domain/errors.ts";
@@ -204,8 +205,10 @@ export function buildOpenApiDocument(basePaths: readonly string[]): Record<strin
     openapi: "3.1.0",
     info: {
       title: "Payments API sandbox",
-      version: "4.0.0",
-      description: "Stateful sandbox of the payments REST API, served under every base path " +
+      // The build's version (deno.json's, as `payments -V` prints); the API it
+      // serves is the payments REST API v4.
+      version: VERSION,
+      description: "Stateful sandbox of the payments REST API v4, served under every base path " +
         `(${bases.map((b) => `\`${b}\``).join(", ")}; \`/health\` is at the root). Send ` +
         "`Authorization: Bearer <token>`; `Request-Id` makes writes idempotent. Every " +
         "response carries a unique `intuit_tid` header.",

@@ -529,8 +529,18 @@ export const Token = z
   })
   .openapi("Token");
 
+/** The fields of one error in the envelope (spelt out: the package's public API has explicit types). */
+type ErrorItemShape = {
+  code: z.ZodString;
+  type: z.ZodString;
+  message: z.ZodString;
+  detail: z.ZodString;
+  moreInfo: z.ZodOptional<z.ZodString>;
+  infoLink: z.ZodString;
+};
+
 /** One error in the envelope. */
-export const ErrorItem = z
+export const ErrorItem: z.ZodObject<ErrorItemShape> = z
   .object({
     code: z.string().openapi({ example: "PMT-4000" }),
     type: z.string().openapi({ example: "invalid_request" }),
@@ -545,7 +555,9 @@ export const ErrorItem = z
   .openapi("ErrorItem");
 
 /** The error envelope every failure uses. */
-export const ErrorEnvelope = z.object({ errors: z.array(ErrorItem) }).openapi("Errors");
+export const ErrorEnvelope: z.ZodObject<{ errors: z.ZodArray<typeof ErrorItem> }> = z.object({
+  errors: z.array(ErrorItem),
+}).openapi("Errors");
 
 /** Health response. */
 export const Health = z

@@ -3,8 +3,13 @@
  * as this machine allows.
  *
  * - systemd units: `systemd-analyze verify` (Debian's systemd package) must
- *   print nothing. It checks that ExecStart's binary exists, so the test
- *   verifies a copy whose `/usr/local/bin/deno` is this machine's deno.
+ *   print nothing. It checks that ExecStart's binary exists, so the first
+ *   test verifies a copy whose bare `deno` is this machine's deno, wherever
+ *   it is. Issue #28.5: the second installs as the README and the units say
+ *   (Deno by `npm install -g deno@2.9.6`, the files copied by the commands of
+ *   each unit's comment, into a temp root standing in for `/`) and verifies
+ *   what that gives, unchanged: the units find that Deno, and the copied
+ *   `examples/proxy.yaml` passes the unit's own `--check`.
  * - container files: no container engine runs here, so the file is parsed
  *   and its instructions are carried out against the repository in a temp
  *   directory (the image's `/` is that directory): WORKDIR, COPY (only what
@@ -49,10 +54,10 @@ Deno.test({
         assert.match(text, /^Restart=on-failure$/m, name);
         assert.match(text, /^User=\w+$/m, name);
         assert.match(text, /^LimitNOFILE=\d+$/m, name);
-        assert.match(text, /^ExecStart=\/usr\/local\/bin\/deno run -A /m, name);
+        assert.match(text, /^ExecStart=deno run -A /m, name);
         await Deno.writeTextFile(
           `${dir}/${name}`,
-          text.replaceAll("/usr/local/bin/deno", Deno.execPath()),
+          text.replace(/^(ExecStart(?:Pre)?=)deno /gm, `$1${Deno.execPath()} `),
         );
         units.push(`${dir}/${name}`);
       }
@@ -65,6 +70,168 @@ Deno.test({
       assert.equal(r.stderr + r.stdout, "", "systemd-analyze verify has a complaint");
     } finally {
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+/**
+ * Where systemd looks for an ExecStart command named without a path (a fixed
+ * list compiled in, not $PATH: systemd.service(5), "Command lines").
+ */
+const SYSTEMD_SEARCH_PATH = [
+  "/usr/local/sbin",
+  "/usr/local/bin",
+  "/usr/sbin",
+  "/usr/bin",
+  "/sbin",
+  "/bin",
+];
+
+/** The commands of a unit's "Install (as root)" comment, in order. */
+export function installCommands(unit: string): string[] {
+  const lines = unit.split("\n");
+  const at = lines.findIndex((l) => l.startsWith("# Install (as root)"));
+  assert.ok(at >= 0, "the unit's comment says how to install it");
+  let i = at + 1;
+  while (i < lines.length && !lines[i].startsWith("#   ")) i++;
+  const commands: string[] = [];
+  for (; i < lines.length && lines[i].startsWith("#   "); i++) commands.push(lines[i].slice(4));
+  assert.ok(commands.length > 0, "no install commands");
+  return commands;
+}
+
+/**
+ * Deno as the README installs it: `$(npm prefix -g)/bin/deno`. Installed the
+ * README's way (as .ci/run does) when it is not there and this is root.
+ */
+async function npmInstalledDeno(wantDeno: string): Promise<string> {
+  const prefix = await run("npm", ["prefix", "-g"]);
+  assert.equal(prefix.code, 0, prefix.stderr);
+  const deno = `${prefix.stdout.trim()}/bin/deno`;
+  const installed = async () => (await run(deno, ["--version"]).catch(() => null))?.stdout ?? "";
+  if (!(await installed()).startsWith(`deno ${wantDeno} `) && Deno.uid() === 0) {
+    const r = await run("npm", ["install", "-g", "--allow-scripts=deno", `deno@${wantDeno}`]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  }
+  assert.match(
+    await installed(),
+    new RegExp(`^deno ${wantDeno.replaceAll(".", "\\.")} `),
+    `${deno} is not Deno ${wantDeno}: install it as the README says, npm install -g deno@${wantDeno}`,
+  );
+  return deno;
+}
+
+/** The program systemd runs for a command named `name` without a path, as it finds it. */
+async function systemdLookup(name: string): Promise<string | undefined> {
+  for (const dir of SYSTEMD_SEARCH_PATH) {
+    const info = await Deno.stat(`${dir}/${name}`).catch(() => null);
+    if (info?.isFile && (info.mode ?? 0) & 0o111) return Deno.realPath(`${dir}/${name}`);
+  }
+  return undefined;
+}
+
+/** Programs of the install commands that only a real root may run, as no-ops (their calls logged). */
+async function installShims(dir: string): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  for (const name of ["useradd", "systemctl", "chown", "chgrp"]) {
+    await Deno.writeTextFile(`${dir}/${name}`, `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n`, {
+      mode: 0o755,
+    });
+  }
+  // install(1) without -o/-g: the owners are users this machine does not have.
+  await Deno.writeTextFile(
+    `${dir}/install`,
+    `#!/bin/sh
+for a in "$@"; do
+  shift
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case "$a" in -o|-g) skip=1 ;; *) set -- "$@" "$a" ;; esac
+done
+exec /usr/bin/install "$@"
+`,
+    { mode: 0o755 },
+  );
+}
+
+Deno.test({
+  ...needs(
+    "#28.5: deploy: installed as the README and the units say, the units find Deno and the copied config passes --check",
+    "npx",
+    "systemd-analyze",
+    "openssl",
+  ),
+  fn: async () => {
+    const ciRun = await Deno.readTextFile(`${ROOT}.ci/run`);
+    const wantDeno = /^want_deno="([^"]+)"/m.exec(ciRun)![1];
+    const readme = await Deno.readTextFile(`${ROOT}README.md`);
+    assert.ok(readme.includes(`npm install -g deno@${wantDeno}`), "the README installs Deno so");
+    const deno = await npmInstalledDeno(wantDeno);
+    // The units name `deno` bare: systemd must find npm's Deno in its fixed search path.
+    assert.ok(
+      SYSTEMD_SEARCH_PATH.includes(deno.slice(0, deno.lastIndexOf("/"))),
+      `npm puts deno in ${deno}, outside systemd's search path ${SYSTEMD_SEARCH_PATH.join(":")}`,
+    );
+    assert.equal(
+      await systemdLookup("deno"),
+      await Deno.realPath(deno),
+      "systemd finds npm's deno",
+    );
+
+    const root = await Deno.makeTempDir({ prefix: "spooky-install-" });
+    try {
+      const certs = await testCerts();
+      const shims = `${root}/.shims`;
+      await installShims(shims);
+      await Deno.mkdir(`${root}/etc/systemd/system`, { recursive: true });
+      const inRoot = (text: string) =>
+        text.replaceAll("/etc/", `${root}/etc/`).replaceAll("/opt/spooky/", ROOT);
+      for (const name of ["spooky.service", "payments.service"]) {
+        const unit = await Deno.readTextFile(`${DEPLOY}${name}`);
+        const script = ["set -eu", ...installCommands(unit).map(inRoot)].join("\n");
+        // From the checkout (the commands name examples/... relative to it).
+        const r = await run("sh", ["-c", script], {
+          cwd: ROOT,
+          env: {
+            PATH: `${shims}:${deno.slice(0, deno.lastIndexOf("/"))}:${Deno.env.get("PATH")}`,
+            CERT: certs.certPath,
+            KEY: certs.keyPath,
+            NO_COLOR: "1",
+          },
+        });
+        assert.equal(
+          r.code,
+          0,
+          `${name}'s install commands failed:\n${script}\n${r.stdout}${r.stderr}`,
+        );
+        assert.equal(await Deno.readTextFile(`${root}/etc/systemd/system/${name}`), unit);
+      }
+      const copied = `${root}/etc/spooky/proxy.yaml`;
+      const example = await Deno.readTextFile(`${ROOT}examples/proxy.yaml`);
+      assert.equal(await Deno.readTextFile(copied), example);
+      // No placeholder secret that every copy would share.
+      assert.doesNotMatch(example, /^\s*token:/m);
+      assert.match(
+        await Deno.readTextFile(`${root}/etc/payments/env`),
+        /^PAYMENTS_TOKENS=[0-9a-f]{32}$/m,
+      );
+
+      // systemd-analyze verify, on the copies as they are: `deno` resolved by systemd.
+      const units = ["spooky.service", "payments.service"].map((n) =>
+        `${root}/etc/systemd/system/${n}`
+      );
+      const verify = await run("systemd-analyze", ["verify", ...units]);
+      assert.equal(verify.code, 0, verify.stderr);
+      assert.equal(verify.stderr + verify.stdout, "", "systemd-analyze verify has a complaint");
+
+      // The unit's own ExecStartPre on the copied file, with the Deno systemd finds.
+      const unit = await Deno.readTextFile(units[0]);
+      const pre = /^ExecStartPre=deno (.*)$/m.exec(unit);
+      assert.ok(pre, "ExecStartPre runs deno");
+      const check = await run(deno, inRoot(pre[1]).split(" "), { cwd: ROOT });
+      assert.equal(check.code, 0, check.stdout + check.stderr);
+      assert.equal(check.stdout.trim(), `Configuration validation successful: ${copied}`);
+    } finally {
+      await Deno.remove(root, { recursive: true });
     }
   },
 });

@@ -1,7 +1,7 @@
 /**
- * Issue #21.7: the README's "Your own certificate" recipe, run as printed,
+ * Issue #21.7: the "Your own certificate" recipe of docs/getting-started.md, run as printed,
  * gives a pair the proxy serves and that curl (TCP fallback) and
- * examples/h3_client.ts (HTTP/3) both accept; and, as the README says, a
+ * examples/h3_client.ts (HTTP/3) both accept; and, as the page says, a
  * one-step self-signed certificate (CA:TRUE by OpenSSL's defaults) is
  * refused by h3_client with CaUsedAsEndEntity.
  */
@@ -23,17 +23,17 @@ async function sh(script: string, cwd: string) {
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-/** The shell block after the README's `own-certificate` marker. */
+/** The shell block after the `own-certificate` marker of docs/getting-started.md. */
 async function recipe(): Promise<string> {
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const at = readme.indexOf("<!-- own-certificate");
-  assert.ok(at >= 0, "the README lost its own-certificate block");
-  const m = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
+  const page = await Deno.readTextFile(`${ROOT}docs/getting-started.md`);
+  const at = page.indexOf("<!-- own-certificate");
+  assert.ok(at >= 0, "docs/getting-started.md lost its own-certificate block");
+  const m = /```sh\n([\s\S]*?)```/.exec(page.slice(at));
   assert.ok(m);
   return m[1];
 }
 
-Deno.test("README's own certificate: the proxy serves it; curl and h3_client accept it", async () => {
+Deno.test("docs' own certificate: the proxy serves it; curl and h3_client accept it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "spooky-own-cert-" });
   const be = startBackend("b");
   try {
@@ -61,7 +61,7 @@ upstream:
       assert.equal(await proxy.stop(), 0);
     }
 
-    // The one-step self-signed certificate the README warns about.
+    // The one-step self-signed certificate the page warns about.
     const self = await sh(
       `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 ` +
         `-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 ` +
