@@ -1,16 +1,19 @@
 /**
- * New connections under a burst (issue #24 item 8): N QUIC connections with
- * one GET each, opened in concurrent waves by one client process (this one),
- * against spooky and the runtime's floor (`bench/floor.ts`) in alternating
- * rounds. Prints connections per second, failed connections and the server's
- * CPU per connection, and spooky's rate over the floor's.
+ * New connections under a burst (issues #24 item 8, #35 item 7): N QUIC
+ * connections with one GET each, opened in concurrent waves by one client
+ * process (this one), against spooky, Caddy and the runtime's floor
+ * (`bench/floor.ts`) in rotating order, round after round. Prints
+ * connections per second, failed connections and the server's CPU per
+ * connection, and spooky's rate over Caddy's and the floor's (medians).
  *
  *     deno run -A bench/burst.ts [--total 400] [--waves 50,200] [--rounds 3]
+ *                                [--servers floor,spooky,caddy]
  *
- * Every connection comes from 127.0.0.1, so spooky runs with its per-address
- * and per-network admission caps lifted (they exist to turn exactly such a
- * burst from one address away). The UDP receive buffer is left as the host
- * has it (`net.core.rmem_default`); its drops over each run are printed.
+ * Every connection comes from 127.0.0.1 and spooky runs with its default
+ * limits: a burst from one address (a NAT, a load test) must not be shed.
+ * The host's sysctls are left as they are; spooky and Caddy each size their
+ * own socket's receive buffer (the floor does not). The host's UDP
+ * receive-buffer drops over each run are printed.
  *
  * @module
  */
@@ -22,7 +25,15 @@ import { median } from "../shared/stats.ts";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { parseSnmpRcvbufErrors } from "../proxy/quic/udp_stats.ts";
 import { cpuSnapshot } from "./load.ts";
-import { type Env, type Server, startBackend, startServer, stop } from "./servers.ts";
+import {
+  type Env,
+  has,
+  type Server,
+  serverSpecs,
+  startBackend,
+  startServer,
+  stop,
+} from "./servers.ts";
 
 /** The host's UDP receive-buffer drops so far (`/proc/net/snmp`). */
 function readUdpRcvbufErrors(): number {
@@ -74,6 +85,11 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
   };
 }
 
+/** The ratio of the medians of `a` over `b`, for one figure of the results. */
+function medianRatio(a: BurstResult[], b: BurstResult[], f: (r: BurstResult) => number): number {
+  return median(a.map(f)) / median(b.map(f));
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     args: Deno.args,
@@ -81,11 +97,17 @@ async function main(): Promise<number> {
       total: { type: "string", default: "400" },
       waves: { type: "string", default: "50,200" },
       rounds: { type: "string", default: "3" },
+      servers: { type: "string", default: "floor,spooky,caddy" },
     },
   });
   const total = Number(values.total);
   const waves = values.waves!.split(",").map(Number);
   const rounds = Number(values.rounds);
+  let names = values.servers!.split(",").map((n) => n.trim()).filter(Boolean);
+  if (names.includes("caddy") && !(await has("caddy"))) {
+    console.error("caddy is missing (apt-get install -y caddy): the Caddy comparison is skipped");
+    names = names.filter((n) => n !== "caddy");
+  }
   const tmp = await Deno.makeTempDir({ prefix: "spooky-burst-" });
   const certs = await ensureDevCerts(`${tmp}/certs`);
   const ca = await Deno.readTextFile(certs.caPath);
@@ -93,23 +115,13 @@ async function main(): Promise<number> {
   const env: Env = { tmp, certs, backendPort: be.port };
   const servers: Server[] = [];
   try {
-    servers.push(await startServer(env, { name: "floor", kind: "floor" }));
-    servers.push(
-      await startServer(env, {
-        name: "spooky",
-        kind: "spooky",
-        limits: [
-          `max_connections_per_address: ${2 * total}`,
-          `max_handshakes_per_address: ${2 * total}`,
-          `max_handshakes_per_network: ${2 * total}`,
-        ],
-      }),
-    );
+    for (const spec of serverSpecs(names)) servers.push(await startServer(env, spec));
     for (const s of servers) await burst(s, ca, 100, 50); // warm
     for (const wave of waves) {
       const by = new Map<string, BurstResult[]>();
       for (let r = 0; r < rounds; r++) {
-        const order = r % 2 === 0 ? servers : [...servers].reverse();
+        // Each server goes first once in a while: none always meets a host still busy with another.
+        const order = servers.map((_, i) => servers[(i + r) % servers.length]);
         for (const s of order) {
           const res = await burst(s, ca, total, wave);
           by.set(s.spec.name, [...(by.get(s.spec.name) ?? []), res]);
@@ -120,15 +132,21 @@ async function main(): Promise<number> {
           );
         }
       }
-      const med = (name: string, f: (r: BurstResult) => number) => median(by.get(name)!.map(f));
-      const ratio = med("spooky", (r) => r.connPerS) / med("floor", (r) => r.connPerS);
-      console.log(
-        `wave ${wave}: spooky/floor conn/s ${ratio.toFixed(2)}x (medians: spooky ${
-          med("spooky", (r) => r.connPerS).toFixed(0)
-        }, floor ${med("floor", (r) => r.connPerS).toFixed(0)}); CPU/conn ${
-          med("spooky", (r) => r.cpuUsPerConn).toFixed(0)
-        } vs ${med("floor", (r) => r.cpuUsPerConn).toFixed(0)} µs`,
-      );
+      const spooky = by.get("spooky");
+      const parts = servers.map((s) => {
+        const list = by.get(s.spec.name)!;
+        return `${s.spec.name} ${median(list.map((r) => r.connPerS)).toFixed(0)} conn/s ` +
+          `(${list.reduce((n, r) => n + r.failed, 0)} failed, ` +
+          `${median(list.map((r) => r.cpuUsPerConn)).toFixed(0)} µs CPU/conn)`;
+      });
+      const ratios = spooky
+        ? servers.filter((s) => s.spec.name !== "spooky").map((s) =>
+          `spooky/${s.spec.name} ${
+            medianRatio(spooky, by.get(s.spec.name)!, (r) => r.connPerS).toFixed(2)
+          }x`
+        )
+        : [];
+      console.log(`wave ${wave}, medians of ${rounds}: ${parts.join(", ")}; ${ratios.join(", ")}`);
     }
   } finally {
     for (const s of servers) await stop(s);

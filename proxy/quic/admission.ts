@@ -7,19 +7,29 @@
  * Built for a spoofed-Initial flood. Deno's QUIC API has no Retry and shows a
  * newcomer's address only after `accept()` (reading it before consumes the
  * incoming connection), so spoofed Initials cannot be told apart or turned
- * away unseen: each is accepted, and a full table makes room by closing its
- * OLDEST unfinished handshake rather than refusing the newcomer. A real
- * client finishes its handshake in one round trip; a spoofed one never does.
- * So a flood of R Initials per second only hurts a client whose handshake
- * takes longer than (table size) / R: with 256 slots and 1,000 Initials/s,
- * 256 ms. The same happens per address group and per network, with smaller
- * tables, so that a flood from one network sheds its own handshakes first.
+ * away unseen: each is accepted, and a full table makes room by closing an
+ * unfinished handshake rather than refusing the newcomer. A real client
+ * finishes its handshake in one round trip; a spoofed one never does. So a
+ * flood of R Initials per second only hurts a client whose handshake takes
+ * longer than (table size) / R: with 256 slots and 1,000 Initials/s, 256 ms.
  * A handshake's deadline also shortens as the table fills.
+ *
+ * The per-address and per-network caps bite only under pressure, and never
+ * on a group whose handshakes complete (`group_trust.ts`): many clients
+ * behind one NAT, a carrier's CGNAT or a load test open hundreds of
+ * handshakes from one address at once, and a handshake slowed by a dropped
+ * Initial is still legitimate. Unfinished handshakes per address group and
+ * per network only choose WHO is shed once the handshake table is full: a
+ * group or network over its cap that does not complete its handshakes gives
+ * up its own oldest first (a flood from one network sheds its own), then the
+ * oldest of all. Handshakes and connections per address group are capped
+ * only while the connection table is at least half full.
  *
  * @module
  */
 
 import { addressGroup, type PrefixLengths } from "./address_group.ts";
+import { GroupTrust } from "./group_trust.ts";
 import type { RejectReason } from "./transport.ts";
 
 /**
@@ -39,11 +49,19 @@ export interface AdmissionLimits {
   maxHandshakes: number;
   /** Established connections; past it newcomers are refused (default 4096). */
   maxConnections: number;
-  /** Handshakes and connections from one address group (default 64). */
+  /**
+   * Handshakes and connections from one address group while the connection
+   * table is at least half full; past it the group's oldest handshake is
+   * shed, or the newcomer refused (default 64).
+   */
   maxPerAddress: number;
-  /** Unfinished handshakes from one address group; past it the group's oldest is shed (default 64). */
+  /**
+   * Unfinished handshakes from one address group; once the handshake table
+   * is full, a group past it that does not complete its handshakes is shed
+   * from first, oldest first (default 64).
+   */
   maxHandshakesPerAddress: number;
-  /** Unfinished handshakes from one network; past it the network's oldest is shed (default 128). */
+  /** The same per network (default 128). */
   maxHandshakesPerNetwork: number;
   /**
    * New handshakes accepted per second (a token bucket holding one second's
@@ -100,6 +118,9 @@ export type AdmitResult<H> =
   | { admitted: AdmissionEntry<H>; shed: Shed<H>[] }
   | { admitted: undefined; reason: RejectReason };
 
+/** How fast a group's record of completed and failed handshakes fades (ms). */
+const TRUST_HALF_LIFE_MS = 10_000;
+
 /**
  * The held handshakes and connections of one port.
  *
@@ -118,8 +139,11 @@ export class AdmissionTable<H> {
   readonly #now: () => number;
   /** Unfinished handshakes, oldest first (a Set keeps insertion order). */
   readonly #pending = new Set<AdmissionEntry<H>>();
-  readonly #pendingByGroup = new Map<string, Set<AdmissionEntry<H>>>();
-  readonly #pendingByNetwork = new Map<string, Set<AdmissionEntry<H>>>();
+  readonly #pendingByGroup: PendingIndex<AdmissionEntry<H>>;
+  readonly #pendingByNetwork: PendingIndex<AdmissionEntry<H>>;
+  /** Which address groups and networks complete their handshakes. */
+  readonly #groupTrust: GroupTrust;
+  readonly #networkTrust: GroupTrust;
   /** Handshakes and connections per address group. */
   readonly #perGroup = new Map<string, number>();
   #established = 0;
@@ -133,6 +157,11 @@ export class AdmissionTable<H> {
     this.#now = now;
     this.#tokens = this.#burst();
     this.#refilled = now();
+    this.#pendingByGroup = new PendingIndex(limits.maxHandshakesPerAddress);
+    this.#pendingByNetwork = new PendingIndex(limits.maxHandshakesPerNetwork);
+    const trust = { halfLifeMs: TRUST_HALF_LIFE_MS, maxGroups: limits.maxConnections };
+    this.#groupTrust = new GroupTrust(trust, now);
+    this.#networkTrust = new GroupTrust(trust, now);
   }
 
   #burst(): number {
@@ -170,8 +199,9 @@ export class AdmissionTable<H> {
   }
 
   /**
-   * Admits an accepted newcomer from `address`, shedding older unfinished
-   * handshakes to make room, or turns it away when its address group already
+   * Admits an accepted newcomer from `address`, shedding an unfinished
+   * handshake when the handshake table is full, or turns it away when the
+   * connection table is at least half full and its address group already
    * holds `maxPerAddress` established connections.
    */
   admit(handle: H, address: string): AdmitResult<H> {
@@ -179,29 +209,19 @@ export class AdmissionTable<H> {
     const group = addressGroup(address, limits.addressPrefix);
     const network = addressGroup(address, limits.networkPrefix);
     const shed: Shed<H>[] = [];
-    const evictOldest = (set: Set<AdmissionEntry<H>> | undefined, reason: RejectReason) => {
-      const oldest = set?.values().next().value;
-      if (oldest === undefined) return false;
-      this.#release(oldest);
-      shed.push({ entry: oldest, reason });
-      return true;
-    };
-    if ((this.#perGroup.get(group) ?? 0) >= limits.maxPerAddress) {
+    if (
+      this.#connectionsUnderPressure() && (this.#perGroup.get(group) ?? 0) >= limits.maxPerAddress
+    ) {
       // The group's own oldest handshake makes room; with none, it holds only
       // established connections and the newcomer is the one turned away.
-      if (!evictOldest(this.#pendingByGroup.get(group), "per_address")) {
-        return { admitted: undefined, reason: "per_address" };
-      }
+      const oldest = this.#pendingByGroup.oldest(group);
+      if (oldest === undefined) return { admitted: undefined, reason: "per_address" };
+      this.#shed(oldest, "per_address", shed);
     }
-    const byGroup = this.#pendingByGroup.get(group);
-    if (byGroup && byGroup.size >= limits.maxHandshakesPerAddress) {
-      evictOldest(byGroup, "address_handshakes");
+    if (this.#pending.size >= limits.maxHandshakes) {
+      const [victim, reason] = this.#victim(group, network);
+      this.#shed(victim, reason, shed);
     }
-    const byNetwork = this.#pendingByNetwork.get(network);
-    if (byNetwork && byNetwork.size >= limits.maxHandshakesPerNetwork) {
-      evictOldest(byNetwork, "network_handshakes");
-    }
-    if (this.#pending.size >= limits.maxHandshakes) evictOldest(this.#pending, "handshakes");
     const entry: AdmissionEntry<H> = {
       handle,
       group,
@@ -210,10 +230,42 @@ export class AdmissionTable<H> {
       state: "handshake",
     };
     this.#pending.add(entry);
-    addTo(this.#pendingByGroup, group, entry);
-    addTo(this.#pendingByNetwork, network, entry);
+    this.#pendingByGroup.add(group, entry);
+    this.#pendingByNetwork.add(network, entry);
     this.#perGroup.set(group, (this.#perGroup.get(group) ?? 0) + 1);
     return { admitted: entry, shed };
+  }
+
+  /** Whether the per-address cap on handshakes and connections applies: the table is half full. */
+  #connectionsUnderPressure(): boolean {
+    return this.#established >= this.#limits.maxConnections / 2;
+  }
+
+  /**
+   * The handshake to shed from a full table for a newcomer of `group` in
+   * `network`: the oldest of the newcomer's own group, then network, when
+   * over its cap and not trusted; else of any other such group or network;
+   * else the oldest of all.
+   */
+  #victim(group: string, network: string): [AdmissionEntry<H>, RejectReason] {
+    const groups = this.#pendingByGroup;
+    const networks = this.#pendingByNetwork;
+    const untrustedGroup = (key: string) => !this.#groupTrust.trusted(key);
+    const untrustedNetwork = (key: string) => !this.#networkTrust.trusted(key);
+    const fromGroup = groups.oldestOverCap(group, untrustedGroup);
+    if (fromGroup) return [fromGroup, "address_handshakes"];
+    const fromNetwork = networks.oldestOverCap(network, untrustedNetwork);
+    if (fromNetwork) return [fromNetwork, "network_handshakes"];
+    const elsewhereNetwork = networks.oldestOfAnyOverCap(untrustedNetwork);
+    if (elsewhereNetwork) return [elsewhereNetwork, "network_handshakes"];
+    const elsewhereGroup = groups.oldestOfAnyOverCap(untrustedGroup);
+    if (elsewhereGroup) return [elsewhereGroup, "address_handshakes"];
+    return [this.#pending.values().next().value!, "handshakes"];
+  }
+
+  #shed(entry: AdmissionEntry<H>, reason: RejectReason, into: Shed<H>[]): void {
+    this.#release(entry);
+    into.push({ entry, reason });
   }
 
   /**
@@ -223,6 +275,8 @@ export class AdmissionTable<H> {
   established(entry: AdmissionEntry<H>): boolean {
     if (entry.state !== "handshake") return false;
     this.#unpend(entry);
+    this.#groupTrust.completed(entry.group);
+    this.#networkTrust.completed(entry.network);
     entry.state = "open";
     this.#established++;
     return true;
@@ -249,22 +303,25 @@ export class AdmissionTable<H> {
     const shed: Shed<H>[] = [];
     for (const entry of this.#pending) {
       if (now - entry.started <= this.deadlineMs()) break; // the rest are younger
-      this.#release(entry);
-      shed.push({ entry, reason: "handshake_timeout" });
+      this.#shed(entry, "handshake_timeout", shed);
     }
     return shed;
   }
 
   #unpend(entry: AdmissionEntry<H>): void {
     this.#pending.delete(entry);
-    removeFrom(this.#pendingByGroup, entry.group, entry);
-    removeFrom(this.#pendingByNetwork, entry.network, entry);
+    this.#pendingByGroup.remove(entry.group, entry);
+    this.#pendingByNetwork.remove(entry.network, entry);
   }
 
   #release(entry: AdmissionEntry<H>): void {
     if (entry.state === "gone") return;
-    if (entry.state === "handshake") this.#unpend(entry);
-    else this.#established--;
+    if (entry.state === "handshake") {
+      // Ended before completing: shed, timed out, or closed by the peer.
+      this.#unpend(entry);
+      this.#groupTrust.failed(entry.group);
+      this.#networkTrust.failed(entry.network);
+    } else this.#established--;
     entry.state = "gone";
     const n = (this.#perGroup.get(entry.group) ?? 1) - 1;
     if (n === 0) this.#perGroup.delete(entry.group);
@@ -272,15 +329,48 @@ export class AdmissionTable<H> {
   }
 }
 
-function addTo<V>(map: Map<string, Set<V>>, key: string, value: V): void {
-  let set = map.get(key);
-  if (!set) map.set(key, set = new Set());
-  set.add(value);
-}
+/**
+ * Unfinished handshakes by key (address group or network), oldest first per
+ * key, with the keys holding at least `cap` of them indexed.
+ */
+class PendingIndex<V> {
+  readonly #cap: number;
+  readonly #byKey = new Map<string, Set<V>>();
+  /** Keys holding at least `cap` values. */
+  readonly #overCap = new Set<string>();
 
-function removeFrom<V>(map: Map<string, Set<V>>, key: string, value: V): void {
-  const set = map.get(key);
-  if (!set) return;
-  set.delete(value);
-  if (set.size === 0) map.delete(key);
+  constructor(cap: number) {
+    this.#cap = cap;
+  }
+
+  add(key: string, value: V): void {
+    let set = this.#byKey.get(key);
+    if (!set) this.#byKey.set(key, set = new Set());
+    set.add(value);
+    if (set.size >= this.#cap) this.#overCap.add(key);
+  }
+
+  remove(key: string, value: V): void {
+    const set = this.#byKey.get(key);
+    if (!set) return;
+    set.delete(value);
+    if (set.size < this.#cap) this.#overCap.delete(key);
+    if (set.size === 0) this.#byKey.delete(key);
+  }
+
+  /** The oldest value of `key`. */
+  oldest(key: string): V | undefined {
+    return this.#byKey.get(key)?.values().next().value;
+  }
+
+  /** The oldest value of `key` when it is at its cap and `eligible`. */
+  oldestOverCap(key: string, eligible: (key: string) => boolean): V | undefined {
+    return this.#overCap.has(key) && eligible(key) ? this.oldest(key) : undefined;
+  }
+
+  /** The oldest value of the first key at its cap that is `eligible`. */
+  oldestOfAnyOverCap(eligible: (key: string) => boolean): V | undefined {
+    for (const key of this.#overCap) if (eligible(key)) return this.oldest(key);
+    return undefined;
+  }
 }

@@ -35,13 +35,17 @@ Deno.test("a shed handshake that completes later is not served", () => {
   assert.equal(t.connections, 0);
 });
 
-Deno.test("a flood from one address group sheds that group's own handshakes first", () => {
-  const { table: t } = table({ maxHandshakesPerAddress: 2, maxHandshakes: 10 });
+Deno.test("#35.7: with the table full, a flood from one address group sheds that group's own handshakes first", () => {
+  const { table: t } = table({ maxHandshakesPerAddress: 2, maxHandshakes: 4 });
   const other = t.admit("other", "192.0.2.9");
   const a1 = t.admit("a1", "2001:db8:1:1::1");
   t.admit("a2", "2001:db8:1:1::2"); // same /64
+  // Room in the table: the group may go past its cap.
   const a3 = t.admit("a3", "2001:db8:1:1::3");
-  assert.deepEqual(a3.admitted && a3.shed.map((s) => [s.entry.handle, s.reason]), [[
+  assert.deepEqual(a3.admitted && a3.shed, []);
+  // Full: the newcomer's own group, over its cap, gives up its oldest.
+  const a4 = t.admit("a4", "2001:db8:1:1::4");
+  assert.deepEqual(a4.admitted && a4.shed.map((s) => [s.entry.handle, s.reason]), [[
     "a1",
     "address_handshakes",
   ]]);
@@ -49,18 +53,94 @@ Deno.test("a flood from one address group sheds that group's own handshakes firs
   assert.equal(other.admitted?.state, "handshake");
 });
 
-Deno.test("a flood from one network (/24) sheds that network's own handshakes first", () => {
-  const { table: t } = table({ maxHandshakesPerNetwork: 2, maxHandshakes: 10 });
-  t.admit("n1", "198.51.100.1");
-  t.admit("n2", "198.51.100.2");
-  const n3 = t.admit("n3", "198.51.100.3");
-  assert.deepEqual(n3.admitted && n3.shed.map((s) => s.reason), ["network_handshakes"]);
+Deno.test("#35.7: with the table full, a flood from one network (/24) sheds that network's own handshakes, also for a newcomer from elsewhere", () => {
+  const { table: t } = table({ maxHandshakesPerNetwork: 2, maxHandshakes: 4 });
   const elsewhere = t.admit("x", "203.0.113.1");
-  assert.deepEqual(elsewhere.admitted && elsewhere.shed, []);
+  for (const i of [1, 2, 3]) t.admit(`n${i}`, `198.51.100.${i}`);
+  const n4 = t.admit("n4", "198.51.100.4");
+  assert.deepEqual(n4.admitted && n4.shed.map((s) => [s.entry.handle, s.reason]), [[
+    "n1",
+    "network_handshakes",
+  ]]);
+  // A newcomer from another network does not shed the older handshake of
+  // `elsewhere` (the oldest of all): the network over its cap pays.
+  const y = t.admit("y", "192.0.2.77");
+  assert.deepEqual(y.admitted && y.shed.map((s) => [s.entry.handle, s.reason]), [[
+    "n2",
+    "network_handshakes",
+  ]]);
+  assert.equal(elsewhere.admitted?.state, "handshake");
+});
+
+Deno.test("#35.7: 200 simultaneous handshakes from one address are all admitted with the default limits", () => {
+  const { table: t } = table();
+  const entries = Array.from({ length: 200 }, (_, i) => t.admit(`c${i}`, "192.0.2.1"));
+  assert.ok(entries.every((r) => r.admitted && r.shed.length === 0));
+  // ...and all of them may complete and stay open together.
+  for (const r of entries) assert.equal(t.established(r.admitted!), true);
+  assert.equal(t.connections, 200);
+  const more = t.admit("c200", "192.0.2.1");
+  assert.deepEqual(more.admitted && more.shed, []);
+});
+
+Deno.test("#35.7: with the table full, a group whose handshakes complete keeps its room past its cap; one whose handshakes fail does not", () => {
+  const { table: t } = table({ maxHandshakes: 8, maxHandshakesPerAddress: 2 });
+  // The legitimate group completes handshakes: trusted.
+  for (const i of [1, 2]) t.established(t.admit(`done${i}`, "192.0.2.1").admitted!);
+  const legit = [1, 2, 3, 4].map((i) => t.admit(`legit${i}`, "192.0.2.1"));
+  const spoofed = [1, 2, 3, 4].map((i) => t.admit(`spoof${i}`, "198.51.100.9"));
+  assert.equal(t.handshakes, 8);
+  // A legitimate newcomer: its group is over its cap but trusted; the
+  // spoofing group (over its cap, never completing) pays.
+  const l5 = t.admit("legit5", "192.0.2.1");
+  assert.deepEqual(l5.admitted && l5.shed.map((s) => [s.entry.handle, s.reason]), [[
+    "spoof1",
+    "address_handshakes",
+  ]]);
+  assert.ok(legit.every((r) => r.admitted?.state === "handshake"));
+  assert.equal(spoofed[0].admitted?.state, "gone");
+});
+
+Deno.test("#35.7: a flood from the client's own address makes the group untrusted: it sheds its own handshakes", () => {
+  const { table: t } = table({ maxHandshakes: 4, maxHandshakesPerAddress: 2 });
+  t.established(t.admit("done", "192.0.2.1").admitted!); // trusted: 1 completed
+  const other = t.admit("other", "203.0.113.5");
+  const flood = [1, 2, 3].map((i) => t.admit(`f${i}`, "192.0.2.1"));
+  // Full, but the group is trusted still: the oldest of all goes.
+  const f4 = t.admit("f4", "192.0.2.1");
+  assert.deepEqual(f4.admitted && f4.shed.map((s) => [s.entry.handle, s.reason]), [[
+    "other",
+    "handshakes",
+  ]]);
+  // Two spoofed handshakes of the group end without completing: 2 failed, 1 completed.
+  t.closed(flood[0].admitted!);
+  t.closed(flood[1].admitted!);
+  t.admit("f5", "192.0.2.1");
+  t.admit("f6", "192.0.2.1");
+  // Full again: a newcomer from elsewhere sheds the untrusted group's oldest.
+  const x = t.admit("x", "203.0.113.6");
+  assert.deepEqual(x.admitted && x.shed.map((s) => [s.entry.handle, s.reason]), [[
+    "f3",
+    "address_handshakes",
+  ]]);
+  assert.equal(other.admitted?.state, "gone");
+});
+
+Deno.test("#35.7: below half the connection table, a group may hold more than max_connections_per_address", () => {
+  const { table: t } = table({ maxPerAddress: 2, maxConnections: 10 });
+  for (let i = 0; i < 4; i++) {
+    const r = t.admit(`c${i}`, "192.0.2.1");
+    assert.ok(r.admitted && r.shed.length === 0, `c${i}`);
+    t.established(r.admitted);
+  }
+  // Now 4 of 10: one more makes half, and the cap applies from then on.
+  t.established(t.admit("c4", "192.0.2.1").admitted!);
+  assert.deepEqual(t.admit("c5", "192.0.2.1"), { admitted: undefined, reason: "per_address" });
+  assert.ok(t.admit("d0", "192.0.2.2").admitted, "another group still gets in");
 });
 
 Deno.test("max_connections_per_address: a group full of open connections turns the newcomer away", () => {
-  const { table: t } = table({ maxPerAddress: 2 });
+  const { table: t } = table({ maxPerAddress: 2, maxConnections: 4 });
   for (const h of ["c1", "c2"]) {
     const r = t.admit(h, "2001:db8::1");
     assert.ok(r.admitted);
@@ -73,7 +153,7 @@ Deno.test("max_connections_per_address: a group full of open connections turns t
 });
 
 Deno.test("max_connections_per_address: a group at its cap with a handshake pending sheds that one", () => {
-  const { table: t } = table({ maxPerAddress: 2 });
+  const { table: t } = table({ maxPerAddress: 2, maxConnections: 2 });
   const open = t.admit("open", "192.0.2.1");
   assert.ok(open.admitted);
   t.established(open.admitted);

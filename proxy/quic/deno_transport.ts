@@ -14,6 +14,8 @@ import {
   type Shed,
 } from "./admission.ts";
 import { fullGc } from "./full_gc.ts";
+import { ChurnCollector, mallocTrim } from "./memory_release.ts";
+import { type GateCandidate, passHandshakeGate } from "./handshake_gate.ts";
 import { H3Code } from "../h3/errors.ts";
 import type {
   CloseInfo,
@@ -58,6 +60,12 @@ export interface ListenQuicOptions {
   collectGarbage?: () => void;
   /** Closed connections (handshakes included) between collections (default 1000). */
   gcAfterClosed?: number;
+  /**
+   * Hands freed memory back to the kernel once a churn of closed
+   * connections has passed (see `memory_release.ts`). Default:
+   * `mallocTrim()`; nothing where the C library has none.
+   */
+  releaseMemory?: () => Promise<void> | void;
 }
 
 /** What {@link listenQuic} returns: the transport and its admission figures. */
@@ -138,23 +146,22 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
   const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...opts.limits };
   const now = opts.now ?? (() => performance.now());
   const table = new AdmissionTable<Deno.QuicConn>(limits, now);
-  // Closed connections since the last full collection (see ListenQuicOptions.collectGarbage).
-  const collectGarbage = opts.collectGarbage ?? fullGc();
-  const gcAfterClosed = opts.gcAfterClosed ?? 1000;
-  let closedSinceGc = 0;
-  let lastGc = -Infinity;
-  const countClosed = () => {
-    if (!collectGarbage || ++closedSinceGc < gcAfterClosed) return;
-    const t = now();
-    if (t - lastGc < 1000) return;
-    closedSinceGc = 0;
-    lastGc = t;
-    collectGarbage();
-    log.debug("full garbage collection after {n} closed connections: {ms} ms", {
-      n: gcAfterClosed,
-      ms: Math.round(now() - t),
-    });
-  };
+  // Collections during a churn of closed connections, and the memory given
+  // back after it (see ListenQuicOptions.collectGarbage, releaseMemory).
+  const collector = new ChurnCollector({
+    collectGarbage: opts.collectGarbage ?? fullGc(),
+    releaseMemory: reportedRelease(opts.releaseMemory ?? mallocTrim()),
+    gcAfterClosed: opts.gcAfterClosed ?? 1000,
+    lingerMs: limits.handshakeTimeoutMs + 1000,
+    drained: () => table.handshakes <= limits.maxHandshakes / 16,
+    now,
+    onStep: (step, ms) =>
+      log.debug("full garbage collection ({step} of a churn of closed connections): {ms} ms", {
+        step,
+        ms: Math.round(ms),
+      }),
+  });
+  const countClosed = () => collector.closed();
   // Connections whose handshake completed, in completion order, and the
   // accept() calls waiting for one. A listener failing while the endpoint is
   // open is delivered as its error.
@@ -232,15 +239,44 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     const entry: AdmissionEntry<Deno.QuicConn> = result.admitted;
     if (sweeper === undefined) sweeper = setTimeout(sweep, sweepEvery);
     conn.closed.then(release, release);
-    conn.handshake.then(() => {
-      if (!table.established(entry)) return; // shed or closed meanwhile
-      if (closed) return;
-      deliver(conn as unknown as QuicConnection);
-    }, (err) => log.trace("handshake failed: {error}", { error: String(err) }));
+    conn.handshake.then(
+      () => serveIfEstablished(conn, entry),
+      (err) => log.trace("handshake failed: {error}", { error: String(err) }),
+    );
     function release() {
       table.closed(entry);
       countClosed();
     }
+  };
+
+  /**
+   * The handshake gate (`handshake_gate.ts`): `handshake` resolves also for
+   * a connection that died before its handshake completed, whose 0-RTT
+   * streams (a replayed request) must never be read. Only a connection that
+   * proves it is established and alive goes to the HTTP/3 layer; one that
+   * died on its own is counted as `handshake_failed`.
+   */
+  const serveIfEstablished = async (
+    conn: Deno.QuicConn,
+    entry: AdmissionEntry<Deno.QuicConn>,
+  ) => {
+    let established: QuicConnection;
+    try {
+      established = await passHandshakeGate(conn as unknown as GateCandidate);
+    } catch (err) {
+      if (closed || closedHere.has(conn)) return; // shed or shut down: counted already
+      log.debug("{host}:{port} not served: {error}", {
+        host: conn.remoteAddr.hostname,
+        port: conn.remoteAddr.port,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      opts.onRejected?.("handshake_failed");
+      closeQuietly(conn, H3Code.NO_ERROR, "");
+      return;
+    }
+    if (!table.established(entry)) return; // shed or closed meanwhile
+    if (closed) return;
+    deliver(established);
   };
 
   const read = async (listener: Deno.QuicListener) => {
@@ -298,6 +334,7 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
       stopped = true;
       closed = true;
       clearTimeout(sweeper);
+      collector.stop();
       for (const waiter of waiting.splice(0)) waiter(null);
       try {
         endpoint.close(info ?? { closeCode: H3Code.NO_ERROR, reason: "" });
@@ -308,11 +345,45 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
   };
 }
 
+/**
+ * Connections this module closed itself (shed, refused, shutting down): the
+ * handshake gate does not count their failure as `handshake_failed`, the
+ * admission reason that closed them was counted already.
+ */
+const closedHere = new WeakSet<object>();
+
+/** `release`, logging what it gave back (resident memory before and after, time taken). */
+function reportedRelease(
+  release: (() => Promise<void> | void) | undefined,
+): (() => Promise<void>) | undefined {
+  if (!release) return undefined;
+  return async () => {
+    const before = Deno.memoryUsage().rss;
+    const t = performance.now();
+    try {
+      await release();
+    } catch (err) {
+      log.warn("freed memory not returned to the system: {error}", { error: String(err) });
+      return;
+    }
+    log.info(
+      "freed memory returned to the system after a churn of connections: " +
+        "resident {before} MiB → {after} MiB ({ms} ms)",
+      {
+        before: Math.round(before / 1048576),
+        after: Math.round(Deno.memoryUsage().rss / 1048576),
+        ms: Math.round(performance.now() - t),
+      },
+    );
+  };
+}
+
 function closeQuietly(
   conn: { close(info?: CloseInfo): void },
   closeCode: number,
   reason: string,
 ): void {
+  closedHere.add(conn);
   try {
     conn.close({ closeCode, reason });
   } catch {

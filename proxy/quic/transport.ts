@@ -56,7 +56,11 @@ export interface QuicConnection {
 export interface QuicServerTransport {
   /** The bound address. */
   readonly addr: PeerAddr;
-  /** Next accepted connection, or `null` once the transport is closed. */
+  /**
+   * Next connection whose handshake has completed, or `null` once the
+   * transport is closed. Nothing of a connection (0-RTT streams included)
+   * is readable through this interface before then.
+   */
   accept(): Promise<QuicConnection | null>;
   /** Stops accepting: newcomers are refused from now on; existing connections live on. */
   stop(): void;
@@ -81,7 +85,10 @@ export interface QuicServerTransport {
  * newcomer), `handshake_timeout` (not complete within its deadline),
  * `handshake_rate` (an Initial ignored unseen: more new handshakes per second
  * than `maxHandshakeRate`), `idle_reclaim` (an idle connection sent away with
- * GOAWAY because the connection table was nearly full).
+ * GOAWAY because the connection table was nearly full), `handshake_failed`
+ * (the connection ended before it could be served, its handshake perhaps
+ * never completed: a replayed 0-RTT first flight ends so; never handed to
+ * the HTTP/3 layer, see `handshake_gate.ts`).
  */
 export const REJECT_REASONS = [
   "handshakes",
@@ -92,6 +99,7 @@ export const REJECT_REASONS = [
   "network_handshakes",
   "handshake_rate",
   "idle_reclaim",
+  "handshake_failed",
 ] as const;
 
 /** One of {@link REJECT_REASONS}. */

@@ -1,12 +1,14 @@
 /**
- * The UDP receive buffer of the QUIC socket, which nothing in Deno sizes:
- * `Deno.QuicEndpoint` has no buffer option, so the socket gets Linux's
- * `net.core.rmem_default` (212,992 bytes on most distributions). A burst of
- * new connections overflows it; every Initial the kernel drops costs that
- * client a retransmission timeout (about 1 s). quic-go asks for 7 MiB and
- * warns when it cannot get it; here the operator raises the default (see
- * `examples/sysctl.d/60-spooky.conf`), the proxy warns at startup when it is
- * small, and `/metrics` shows the kernel's drop counters.
+ * The kernel's figures for the QUIC socket's UDP receive buffer: its drop
+ * counters, `net.core.rmem_default`/`rmem_max`, and the startup lines that
+ * report the size the socket got. `Deno.QuicEndpoint` has no buffer option,
+ * so the socket starts with `net.core.rmem_default` (212,992 bytes on most
+ * distributions); `udp_buffer.ts` raises it at startup to
+ * `limits.udp_receive_buffer` (7 MiB, what quic-go asks for). A burst of new
+ * connections overflows a small buffer, and every Initial the kernel drops
+ * costs that client a retransmission timeout (about 1 s): the proxy logs the
+ * size obtained, warns when it could not get what it asked for (with the
+ * cause and the fix), and `/metrics` shows the size and the drop counters.
  *
  * The parsers are pure (text in, numbers out); {@link readUdpStats} reads
  * `/proc` and is the only I/O here. Everything is `undefined` off Linux.
@@ -14,8 +16,9 @@
  * @module
  */
 
-/** The receive buffer quic-go asks for, and below which the proxy warns (7 MiB). */
-export const WANTED_RECEIVE_BUFFER = 7 * 1024 * 1024;
+import { type ReceiveBufferOutcome, WANTED_RECEIVE_BUFFER } from "./udp_buffer.ts";
+
+export { WANTED_RECEIVE_BUFFER };
 
 /**
  * `RcvbufErrors` of the `Udp:` table of `/proc/net/snmp` (datagrams dropped
@@ -70,9 +73,9 @@ export interface UdpStats {
 
 /** `net.core.rmem_default` and `rmem_max` in bytes, as Linux reports them. */
 export interface ReceiveBufferSysctl {
-  /** What a new socket gets, so what the QUIC socket has. */
+  /** What a new socket gets: the QUIC socket's size until it is raised. */
   rmemDefault?: number;
-  /** The most a socket may ask for (Deno does not ask). */
+  /** Half the most `SO_RCVBUF` may set (`SO_RCVBUFFORCE`, with CAP_NET_ADMIN, may set more). */
   rmemMax?: number;
 }
 
@@ -117,25 +120,57 @@ export function readUdpStats(port: number): UdpStats {
   };
 }
 
+const kib = (bytes: number) => `${Math.round(bytes / 1024)} KiB`;
+
 /**
- * The startup warning for a small receive buffer, with the exact commands
- * that fix it, or `undefined` when the buffer is large enough (or unknown).
+ * The startup line that reports the QUIC socket's receive buffer: the size
+ * obtained, what was asked, and how it was raised.
  *
  * @example
  * ```ts
- * receiveBufferWarning({ rmemDefault: 212992, rmemMax: 212992 });
- * // "the QUIC socket's UDP receive buffer is 208 KiB (net.core.rmem_default); ..."
+ * receiveBufferReport({ wanted: 7340032, before: 212992, bytes: 14680064, via: "SO_RCVBUFFORCE" });
+ * // "the QUIC socket's UDP receive buffer is 14336 KiB (asked for 7168 KiB; raised from 208 KiB with SO_RCVBUFFORCE)"
  * ```
  */
-export function receiveBufferWarning(sysctl: ReceiveBufferSysctl): string | undefined {
-  const current = sysctl.rmemDefault;
-  if (current === undefined || current >= WANTED_RECEIVE_BUFFER) return undefined;
-  const wanted = WANTED_RECEIVE_BUFFER;
-  const max = Math.max(wanted, sysctl.rmemMax ?? 0);
-  return `the QUIC socket's UDP receive buffer is ${Math.round(current / 1024)} KiB ` +
-    `(net.core.rmem_default; Deno cannot size it per socket): a burst of new connections ` +
-    `overflows it and each dropped Initial costs a client a retransmission timeout. ` +
-    `Raise it to ${wanted / 1024 / 1024} MiB: sysctl -w net.core.rmem_max=${max} ` +
-    `net.core.rmem_default=${wanted} (persist it with examples/sysctl.d/60-spooky.conf in ` +
-    `/etc/sysctl.d/), then restart the proxy. Drops show in spooky_udp_receive_buffer_errors_total.`;
+export function receiveBufferReport(outcome: ReceiveBufferOutcome): string {
+  const size = outcome.bytes === undefined ? "unknown" : kib(outcome.bytes);
+  if (outcome.wanted === 0) {
+    return `the QUIC socket's UDP receive buffer is ${size} ` +
+      `(the kernel's default: limits.udp_receive_buffer is 0)`;
+  }
+  const how = outcome.via && outcome.before !== undefined
+    ? `raised from ${kib(outcome.before)} with ${outcome.via}`
+    : "not raised";
+  return `the QUIC socket's UDP receive buffer is ${size} (asked for ${
+    kib(outcome.wanted)
+  }; ${how})`;
+}
+
+/**
+ * The startup warning when the receive buffer could not be raised to what
+ * was asked, with the cause and the fixes, or `undefined` when it was (or
+ * nothing was asked).
+ *
+ * @example
+ * ```ts
+ * receiveBufferWarning(
+ *   { wanted: 7340032, before: 212992, bytes: 425984, via: "SO_RCVBUF", problem: "setsockopt(SO_RCVBUFFORCE) failed: EPERM (1)" },
+ *   { rmemMax: 212992 },
+ * );
+ * // "the QUIC socket's UDP receive buffer is 416 KiB, not the 7168 KiB asked for (...)"
+ * ```
+ */
+export function receiveBufferWarning(
+  outcome: ReceiveBufferOutcome,
+  sysctl: ReceiveBufferSysctl,
+): string | undefined {
+  if (outcome.problem === undefined || outcome.wanted === 0) return undefined;
+  const size = outcome.bytes === undefined ? "of unknown size" : kib(outcome.bytes);
+  const max = Math.max(outcome.wanted, sysctl.rmemMax ?? 0);
+  return `the QUIC socket's UDP receive buffer is ${size}, not the ${kib(outcome.wanted)} ` +
+    `asked for (limits.udp_receive_buffer): ${outcome.problem}. A burst of new connections ` +
+    `overflows a small buffer and each dropped Initial costs a client a retransmission timeout. ` +
+    `Fix: sysctl -w net.core.rmem_max=${max} (persist it with examples/sysctl.d/60-spooky.conf ` +
+    `in /etc/sysctl.d/) or give the proxy CAP_NET_ADMIN, then restart it. ` +
+    `Drops show in spooky_udp_receive_buffer_errors_total.`;
 }

@@ -5,6 +5,7 @@ import {
   parseSocketDrops,
   readReceiveBufferSysctl,
   readUdpStats,
+  receiveBufferReport,
   receiveBufferWarning,
   WANTED_RECEIVE_BUFFER,
 } from "./udp_stats.ts";
@@ -43,18 +44,47 @@ Deno.test("/proc/net/udp{,6}: the drops column of the sockets on our port (0x20F
   assert.equal(parseSocketDrops("no header\n", 8443), undefined);
 });
 
-Deno.test("a receive buffer below 7 MiB is warned about with the exact sysctl; 7 MiB is not", () => {
-  const warning = receiveBufferWarning({ rmemDefault: 212992, rmemMax: 212992 });
-  assert.match(warning!, /208 KiB/);
-  assert.match(warning!, /sysctl -w net\.core\.rmem_max=7340032 net\.core\.rmem_default=7340032/);
+Deno.test("#35.7: the startup warning only when the buffer could not be raised, with the cause and the exact sysctl", () => {
+  const failed = {
+    wanted: WANTED_RECEIVE_BUFFER,
+    before: 212992,
+    bytes: 425984,
+    via: "SO_RCVBUF" as const,
+    problem: "setsockopt(SO_RCVBUFFORCE) failed: EPERM (1)",
+  };
+  const warning = receiveBufferWarning(failed, { rmemMax: 212992 });
+  assert.match(warning!, /is 416 KiB, not the 7168 KiB asked for/);
+  assert.match(warning!, /EPERM/);
+  assert.match(warning!, /sysctl -w net\.core\.rmem_max=7340032 /);
   assert.match(warning!, /60-spooky\.conf/);
+  assert.match(warning!, /CAP_NET_ADMIN/);
   // rmem_max already higher is kept, never lowered.
-  assert.match(
-    receiveBufferWarning({ rmemDefault: 212992, rmemMax: 16 << 20 })!,
-    /rmem_max=16777216 /,
+  assert.match(receiveBufferWarning(failed, { rmemMax: 16 << 20 })!, /rmem_max=16777216 /);
+  // Raised: no warning; nothing asked: none either.
+  const raised = { wanted: WANTED_RECEIVE_BUFFER, before: 212992, bytes: 14680064 };
+  assert.equal(receiveBufferWarning(raised, { rmemMax: 212992 }), undefined);
+  assert.equal(receiveBufferWarning({ wanted: 0, problem: "x" }, {}), undefined);
+});
+
+Deno.test("#35.7: the startup line reports the size obtained and how", () => {
+  assert.equal(
+    receiveBufferReport({
+      wanted: WANTED_RECEIVE_BUFFER,
+      before: 212992,
+      bytes: 14680064,
+      via: "SO_RCVBUFFORCE",
+    }),
+    "the QUIC socket's UDP receive buffer is 14336 KiB " +
+      "(asked for 7168 KiB; raised from 208 KiB with SO_RCVBUFFORCE)",
   );
-  assert.equal(receiveBufferWarning({ rmemDefault: WANTED_RECEIVE_BUFFER }), undefined);
-  assert.equal(receiveBufferWarning({}), undefined);
+  assert.match(
+    receiveBufferReport({ wanted: WANTED_RECEIVE_BUFFER, problem: "no FFI" }),
+    /is unknown \(asked for 7168 KiB; not raised\)/,
+  );
+  assert.match(
+    receiveBufferReport({ wanted: 0, before: 212992, bytes: 212992 }),
+    /is 208 KiB \(the kernel's default: limits\.udp_receive_buffer is 0\)/,
+  );
 });
 
 Deno.test("this machine's /proc: a real UDP socket's port is found with its drop count", () => {
