@@ -17,8 +17,8 @@
  * `--worker` moves `fetch` to one Worker (`bench/floor_worker.ts`): the QUIC
  * thread posts a request id, the worker answers with the body's buffer
  * (transferred, not copied). `--node-http2` uses the built-in `node:http2`
- * client (one session) instead of `fetch`: the client spooky forwards with
- * (README: "Why node:http2"), so the floor of the same upstream work.
+ * client (one session) instead of `fetch`: the floor of Deno's other HTTP/2
+ * client (docs/architecture.md §8, "Why an HTTP/2 client of our own").
  *
  * Prints `Listening on 127.0.0.1:<port>` once bound.
  *

@@ -149,9 +149,9 @@ export function renderMarkdown(r: BenchResults): string {
       "the least a forwarder on Deno's QUIC API can do: accept, open the control and QPACK " +
       "streams, drain the request stream unparsed, `fetch` the backend over one pooled h2c " +
       "client, answer a pre-encoded `:status 200` HEADERS and one DATA frame in one write " +
-      "(**floor-worker**: the same with `fetch` on one Worker; **floor-h2**: the same with the " +
-      "`node:http2` client spooky forwards with, in place of `fetch`); **spooky** (`proxy/main.ts`, " +
-      "log level info; `spooky-wN` sets `limits.upstream_workers: N`); and **Caddy** " +
+      "(**floor-worker**: the same with `fetch` on one Worker; **floor-h2**: the same with " +
+      "Deno's `node:http2` client in place of `fetch`); **spooky** (`proxy/main.ts`, " +
+      "log level info); and **Caddy** " +
       "(`reverse_proxy h2c://`, the same certificate, HTTP/3). The machine is shared: every " +
       "measurement runs in rounds that alternate between the servers (the order rotates by " +
       "one each round) and medians are reported. Before the load phase each server serves " +
@@ -279,7 +279,9 @@ export function renderMarkdown(r: BenchResults): string {
     L.push(
       `${r.settings.idleConns} QUIC connections (ALPN h3, handshake done, no requests) held open ` +
         "by a separate process (`bench/idle_conns.ts`); server VmRSS before and 2 s after they " +
-        "opened.",
+        "opened. They all come from 127.0.0.1, so spooky runs this row with its per-address and " +
+        "per-network admission caps lifted (`limits.max_connections_per_address`, " +
+        "`max_handshakes_per_address`, `max_handshakes_per_network`).",
     );
     L.push("");
     L.push(
@@ -310,8 +312,7 @@ export function renderMarkdown(r: BenchResults): string {
   );
   L.push(
     "- Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` picks the servers; " +
-      "`--upstream-workers default,0` runs spooky once per value; `--no-memory` skips streaming " +
-      "and idle connections; `--quick` is a smoke run.",
+      "`--no-memory` skips streaming and idle connections; `--quick` is a smoke run.",
   );
   L.push(
     "- Profile the proxy under the same load with `deno task bench --profile` " +

@@ -99,14 +99,14 @@ Deno.test("cpuPerRequest: ticks to µs/req by thread group, exited threads from 
   assert.deepEqual(r.threads, { main: 300, worker: 100, "(exited)": 100 });
 });
 
-Deno.test("serverSpecs: one spooky per --upstream-workers value; unknown names fail", () => {
-  assert.deepEqual(serverSpecs(["floor", "floor-worker", "spooky", "caddy"], ["default", "0"]), [
+Deno.test("serverSpecs: one server per name, in order; unknown names fail", () => {
+  assert.deepEqual(serverSpecs(["floor", "floor-worker", "floor-h2", "spooky", "caddy"]), [
     { name: "floor", kind: "floor" },
     { name: "floor-worker", kind: "floor", worker: true },
+    { name: "floor-h2", kind: "floor", nodeHttp2: true },
     { name: "spooky", kind: "spooky" },
-    { name: "spooky-w0", kind: "spooky", upstreamWorkers: "0" },
     { name: "caddy", kind: "caddy" },
   ]);
-  assert.throws(() => serverSpecs(["nginx"], ["default"]), /unknown server/);
-  assert.throws(() => serverSpecs(["spooky"], ["1\nadmin: x"]), /bad --upstream-workers/);
+  assert.throws(() => serverSpecs(["nginx"]), /unknown server/);
+  assert.throws(() => serverSpecs(["spooky-node"]), /unknown server/);
 });

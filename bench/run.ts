@@ -6,14 +6,10 @@
  *     deno task bench              # full run, writes docs/benchmarks.{md,svg,json}
  *     deno task bench --quick      # smoke run: 1 round, few requests, small transfers
  *     deno task bench --profile    # CPU profile of the proxy under h3load, summarised
- *                                  # (--profile-conns N: at N connections, default 4;
- *                                  # the first --upstream-workers value)
+ *                                  # (--profile-conns N: at N connections, default 4)
  *
  * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` (the default; order of
- * the rounds; `spooky-node` adds spooky on the `node:http2` upstream client),
- * `--upstream-workers default,0` (one spooky per value; other
- * than `default`, the value is written as `limits.upstream_workers`),
- * `--no-memory` (skip streaming and idle connections), `--no-caddy`,
+ * the rounds), `--no-memory` (skip streaming and idle connections), `--no-caddy`,
  * `--rounds N`, `--out-dir DIR`, `--keep-tmp`.
  *
  * Phases, each in its own file:
@@ -121,14 +117,27 @@ async function profileMode(
   console.log(`\nfull listing: deno run -A bench/analyze_profile.ts ${dir}/${file.name}`);
 }
 
+/**
+ * spooky's `limits` for the idle-connection row only: its `count` connections
+ * all come from 127.0.0.1, so the per-address and per-network caps are lifted
+ * (the row measures memory per connection, not admission).
+ */
+function idleRowLimits(count: number): string[] {
+  return [
+    `max_connections_per_address: ${2 * count}`,
+    `max_handshakes_per_address: ${2 * count}`,
+    `max_handshakes_per_network: ${2 * count}`,
+  ];
+}
+
 /** The memory phase on fresh processes (no heap left over from the load). */
 async function memoryPhase(
   env: Env,
   st: Settings,
-  startAll: () => Promise<Server[]>,
+  startAll: (spookyLimits?: string[]) => Promise<Server[]>,
   stopAll: (list: Server[]) => Promise<void>,
 ): Promise<{ idle: IdleResult[]; streams: StreamResult[] }> {
-  let servers = await startAll();
+  let servers = await startAll(idleRowLimits(st.idleConns));
   for (const s of servers) await h3load(s, 1, 10); // warm the upstream pool
   console.log("idle connections:");
   const idle: IdleResult[] = [];
@@ -183,7 +192,6 @@ async function main(): Promise<number> {
       profile: { type: "boolean", default: false },
       "profile-conns": { type: "string", default: "4" },
       servers: { type: "string", default: "floor,floor-worker,floor-h2,spooky,caddy" },
-      "upstream-workers": { type: "string", default: "default" },
       rounds: { type: "string" },
       "no-caddy": { type: "boolean", default: false },
       "no-memory": { type: "boolean", default: false },
@@ -205,7 +213,7 @@ async function main(): Promise<number> {
     );
     names = names.filter((n) => n !== "caddy");
   }
-  const specs = serverSpecs(names, values["upstream-workers"]!.split(",").map((s) => s.trim()));
+  const specs = serverSpecs(names);
   const rounds = Number(values.rounds ?? (quick ? 1 : 3));
   if (!Number.isInteger(rounds) || rounds < 1) {
     console.error(`--rounds must be a positive integer, got ${values.rounds}`);
@@ -236,10 +244,11 @@ async function main(): Promise<number> {
       await profileMode(env, st, specs.find((x) => x.kind === "spooky"), conns);
       return 0;
     }
-    const startAll = async (kinds: string[]): Promise<Server[]> => {
+    const startAll = async (kinds: string[], spookyLimits: string[] = []): Promise<Server[]> => {
       const list: Server[] = [];
       for (const spec of specs.filter((s) => kinds.includes(s.kind))) {
-        const s = await startServer(env, spec);
+        const limits = spec.kind === "spooky" ? [...(spec.limits ?? []), ...spookyLimits] : [];
+        const s = await startServer(env, limits.length > 0 ? { ...spec, limits } : spec);
         list.push(s);
         procs.push(s);
       }
@@ -262,7 +271,7 @@ async function main(): Promise<number> {
 
     const mem = values["no-memory"]
       ? { idle: [], streams: [] }
-      : await memoryPhase(env, st, () => startAll(["spooky", "caddy"]), stopAll);
+      : await memoryPhase(env, st, (lifted) => startAll(["spooky", "caddy"], lifted), stopAll);
 
     const results: BenchResults = {
       quick,

@@ -31,7 +31,7 @@ export interface Env {
 /** The kinds of server compared; ratios are spooky's over the floor's and Caddy's. */
 export type ServerKind = "floor" | "spooky" | "caddy";
 
-/** What to start: `name` labels its rows in the report ("floor-worker", "spooky-w0", ...). */
+/** What to start: `name` labels its rows in the report ("floor-worker", "floor-h2", ...). */
 export interface ServerSpec {
   name: string;
   kind: ServerKind;
@@ -39,10 +39,6 @@ export interface ServerSpec {
   worker?: boolean;
   /** floor: the `node:http2` client instead of `fetch` */
   nodeHttp2?: boolean;
-  /** spooky: `limits.upstream_workers` (absent: the key is not written, spooky's default) */
-  upstreamWorkers?: string;
-  /** spooky: `limits.upstream_client` (absent: the key is not written, spooky's default) */
-  upstreamClient?: string;
   /** spooky: more `limits` keys, as `key: value` lines */
   limits?: string[];
 }
@@ -177,8 +173,7 @@ export async function startBackend(): Promise<Proc & { port: number }> {
 
 /**
  * Starts spooky with a generated configuration. Only keys that every version
- * of the schema knows are written, plus `limits.upstream_workers` and
- * `limits.upstream_client` when the spec asks for them.
+ * of the schema knows are written, plus the spec's `limits`.
  */
 export async function startSpooky(
   env: Env,
@@ -186,11 +181,7 @@ export async function startSpooky(
   extraArgs: string[] = [],
 ): Promise<Server> {
   const config = `${env.tmp}/${spec.name}.yaml`;
-  const limitLines = [
-    spec.upstreamWorkers === undefined ? "" : `  upstream_workers: ${spec.upstreamWorkers}\n`,
-    spec.upstreamClient === undefined ? "" : `  upstream_client: ${spec.upstreamClient}\n`,
-    ...(spec.limits ?? []).map((line) => `  ${line}\n`),
-  ].join("");
+  const limitLines = (spec.limits ?? []).map((line) => `  ${line}\n`).join("");
   const limits = limitLines === "" ? "" : `limits:\n${limitLines}`;
   await Deno.writeTextFile(
     config,
@@ -291,33 +282,22 @@ export function startServer(env: Env, spec: ServerSpec): Promise<Server> {
   }
 }
 
-/**
- * The servers of a run, from `--servers` (names: floor, floor-worker,
- * floor-h2, spooky, spooky-node, caddy) and `--upstream-workers` (each value other than
- * `default` adds a spooky with that `limits.upstream_workers`, named `spooky-w<value>`).
- * `spooky-node` is spooky with `limits.upstream_client: node` (the `node:http2` client),
- * one per `--upstream-workers` value like `spooky`.
- */
-export function serverSpecs(names: string[], upstreamWorkers: string[]): ServerSpec[] {
-  const out: ServerSpec[] = [];
-  for (const name of names) {
-    if (name === "floor") out.push({ name, kind: "floor" });
-    else if (name === "floor-worker") out.push({ name, kind: "floor", worker: true });
-    else if (name === "floor-h2") out.push({ name, kind: "floor", nodeHttp2: true });
-    else if (name === "caddy") out.push({ name, kind: "caddy" });
-    else if (name === "spooky" || name === "spooky-node") {
-      const client = name === "spooky-node" ? { upstreamClient: "node" } : {};
-      for (const w of upstreamWorkers) {
-        if (!/^[\w.-]+$/.test(w)) throw new Error(`bad --upstream-workers value "${w}"`);
-        out.push(
-          w === "default"
-            ? { name, kind: "spooky", ...client }
-            : { name: `${name}-w${w}`, kind: "spooky", upstreamWorkers: w, ...client },
-        );
-      }
-    } else {throw new Error(
-        `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, spooky-node, caddy)`,
-      );}
-  }
-  return out;
+/** The servers of a run, from `--servers` (names: floor, floor-worker, floor-h2, spooky, caddy). */
+export function serverSpecs(names: string[]): ServerSpec[] {
+  return names.map((name): ServerSpec => {
+    switch (name) {
+      case "floor":
+        return { name, kind: "floor" };
+      case "floor-worker":
+        return { name, kind: "floor", worker: true };
+      case "floor-h2":
+        return { name, kind: "floor", nodeHttp2: true };
+      case "spooky":
+        return { name, kind: "spooky" };
+      case "caddy":
+        return { name, kind: "caddy" };
+      default:
+        throw new Error(`unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy)`);
+    }
+  });
 }

@@ -3,7 +3,7 @@
  * the first request served over HTTP/3, and when `Listening on` was printed.
  * It reports; it asserts nothing (a busy machine makes any bound a lie).
  *
- *     deno run -A bench/startup.ts [--runs 5] [--tcp-fallback] [--workers auto|0|N]
+ *     deno run -A bench/startup.ts [--runs 5] [--tcp-fallback]
  *
  * Each run starts an h2c backend in this process, the proxy as a child
  * process on a free port, and an HTTP/3 client that retries every 5 ms
@@ -98,7 +98,6 @@ async function main(): Promise<void> {
     options: {
       runs: { type: "string", default: "5" },
       "tcp-fallback": { type: "boolean", default: false },
-      workers: { type: "string", default: "auto" },
     },
   });
   const backend = Deno.serve(
@@ -117,7 +116,6 @@ listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: ${
       }, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
 upstream:
   root: {route: {path_prefix: /}, backends: [{id: b0, address: "127.0.0.1:${backend.addr.port}"}]}
-limits: {upstream_workers: ${values.workers}}
 `,
     );
     const ca = await Deno.readTextFile(certs.caPath);

@@ -17,12 +17,13 @@ import {
   teardownLogging,
 } from "../shared/logging.ts";
 import { PRODUCT, USER_AGENT, VERSION } from "../shared/version.ts";
-import type { Config } from "./config/schema.ts";
+import { type Config, isLoopbackAddress } from "./config/schema.ts";
 import { serialRuns } from "./admin/serial.ts";
 import type { ReloadOutcome } from "./admin/admin.ts";
 import { formatProblem, loadConfig, type TlsPairProblem, type TlsPem } from "./config/mod.ts";
 import { listenQuic, quicEndpointWithTcpTwin } from "./quic/deno_transport.ts";
-import { readReceiveBufferSysctl, readUdpStats, receiveBufferWarning } from "./quic/udp_stats.ts";
+import { readUdpStats } from "./quic/udp_stats.ts";
+import { QuicReceiveBuffer } from "./quic/receive_buffer.ts";
 import { ProxyRuntime } from "./runtime.ts";
 import { H3Server } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
@@ -35,7 +36,7 @@ import {
   startTcpFallback,
 } from "./server/tcp_listeners.ts";
 import type { ConnectionServer, TlsConnectionServer } from "../shared/serve_connections.ts";
-import { createUpstreamTransport } from "./upstream/create_transport.ts";
+import { createH2Transport } from "./upstream/h2_transport.ts";
 import { type AccessLog, createAccessLog } from "./access_log.ts";
 import { createRequestSink, type RequestSink } from "./request_log.ts";
 import { settledWithin } from "../shared/deadline.ts";
@@ -207,19 +208,9 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   let served = { cert, key };
 
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
-  const upstream = createUpstreamTransport(
-    config.limits.upstream_workers,
-    config.limits.upstream_client,
-  );
-  log.info("upstream HTTP/2 exchanges: {where} ({client} client)", {
-    client: config.limits.upstream_client,
-    where: upstream.workers === 0
-      ? `on the QUIC thread (limits.upstream_workers: ${config.limits.upstream_workers})`
-      : `on ${upstream.workers} worker thread${upstream.workers === 1 ? "" : "s"}`,
-  });
   const runtime = new ProxyRuntime(config, {
     userAgent: USER_AGENT,
-    transport: upstream.transport,
+    transport: createH2Transport(),
     probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
   });
   // Every finished request, on every listener, is counted and logged here once.
@@ -227,6 +218,11 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   runtime.start();
   const metrics = runtime.metrics;
 
+  // The QUIC socket's receive buffer, raised once the socket is bound (below).
+  const receiveBuffer = new QuicReceiveBuffer({
+    wanted: config.limits.udp_receive_buffer,
+    loopbackOnly: isLoopbackAddress(config.listen.address),
+  });
   const quicOptions: Parameters<typeof listenQuic>[0] = {
     hostname: config.listen.address,
     port: config.listen.port,
@@ -245,7 +241,10 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       addressPrefix: { v4: config.limits.address_prefix_v4, v6: config.limits.address_prefix_v6 },
       networkPrefix: { v4: config.limits.network_prefix_v4, v6: config.limits.network_prefix_v6 },
     },
-    onRejected: (reason) => metrics.recordRejected(reason),
+    onRejected: (reason) => {
+      metrics.recordRejected(reason);
+      receiveBuffer.rejected(reason);
+    },
   };
   const transport = bindNamed(
     "HTTP/3 listener",
@@ -261,13 +260,11 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
         : undefined,
     })
   );
-  // Deno cannot size the QUIC socket's receive buffer: it gets rmem_default.
-  const receiveBuffer = readReceiveBufferSysctl();
-  const bufferWarning = receiveBufferWarning(receiveBuffer);
-  if (bufferWarning) log.warn(bufferWarning);
+  // Deno's QUIC API cannot size its socket's receive buffer: raised through FFI.
+  receiveBuffer.raise(transport.addr.port);
   metrics.quicSocket = () => ({
     handshakes: transport.handshakes,
-    receiveBufferBytes: receiveBuffer.rmemDefault,
+    receiveBufferBytes: receiveBuffer.bytes,
     ...readUdpStats(transport.addr.port),
   });
   const server = new H3Server(transport, {
@@ -454,8 +451,9 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
     drains.push(settledWithin(tcp.shutdown(), drainMs).then((done) => done || tcp.close()));
   }
   await Promise.allSettled(drains);
-  // Cancels every exchange still open with a backend (and ends the workers).
+  // Cancels every exchange still open with a backend.
   await runtime.stop();
+  receiveBuffer.stop();
   if (admin && !(await settledWithin(admin.shutdown(), 1000))) admin.close();
   probeClient.close();
   sink.close();

@@ -33,7 +33,7 @@ const log = getLogger(["proxy", "runtime"]);
 export interface RuntimeOptions {
   /** `spooky/<version>` for health probes. */
   userAgent: string;
-  /** Carries requests to backends (pooled HTTP/2 per address; in process or on workers). */
+  /** Carries requests to backends (pooled HTTP/2 per address). */
   transport: UpstreamTransport;
   /** Transport of health probes. */
   probeFetch: ProbeFetch;
@@ -72,11 +72,11 @@ interface Generation {
 /**
  * The changed keys of `next` that take effect only after a restart, compared
  * with `running`: the configuration the process started with, which is what
- * its listeners, QUIC admission limits, upstream workers and admin listener
- * still use (so a change reverted before a restart is no longer listed).
- * Everything else a reload applies: routes, pools, backends, weights, health
- * checks, load balancing, `passive_health`, `limits.drain_timeout_ms`,
- * `log` (by the caller; see main.ts) and the certificate of HTTP/3.
+ * its listeners, QUIC admission limits and admin listener still use (so a
+ * change reverted before a restart is no longer listed). Everything else a
+ * reload applies: routes, pools, backends, weights, health checks, load
+ * balancing, `passive_health`, `limits.drain_timeout_ms`, `log` (by the
+ * caller; see main.ts) and the certificate of HTTP/3.
  *
  * @example
  * ```ts

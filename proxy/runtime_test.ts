@@ -198,7 +198,6 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
         max_connections: 1,
         max_connections_per_address: 1,
         udp_receive_buffer: 0, // the socket is sized once, at startup
-        upstream_workers: 0,
       },
     }, [
       "limits.max_header_list_size",
@@ -209,7 +208,6 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
       "limits.max_connections",
       "limits.max_connections_per_address",
       "limits.udp_receive_buffer",
-      "limits.upstream_workers",
     ]],
     admin: [{ admin: { port: 1234 } }, ["admin"]],
     passive_health: [{ passive_health: { consecutive_failures: 1 } }, []],

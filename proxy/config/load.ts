@@ -31,6 +31,7 @@ import {
 } from "./_files.ts";
 import { issueMessage } from "./_issues.ts";
 import { knownKeys, nearestKey } from "./_hints.ts";
+import { takeRemovedKeys } from "./_removed_keys.ts";
 import { formatPath, type KeyPath, lineOfPath } from "./_yaml_lines.ts";
 
 /** One configuration problem: where it is and what is wrong. */
@@ -54,7 +55,10 @@ export type LoadResult =
   | {
     ok: true;
     config: Config;
-    /** Things that do not stop the proxy but should be fixed (an expired certificate). */
+    /**
+     * Things that do not stop the proxy but should be fixed (an expired
+     * certificate, a removed key whose value is what the proxy now does).
+     */
     warnings: ConfigProblem[];
     /** The certificate and key texts as read and checked (absent when files were not checked). */
     pem?: TlsPem;
@@ -215,6 +219,8 @@ function validateText(
   });
   const add = (path: KeyPath, message: string) => problems.push(at(path, message));
 
+  const removed = takeRemovedKeys(raw);
+  for (const r of removed) if (r.severity === "error") add(r.path, r.message);
   const parsed = z.safeParse(ConfigSchema, raw, { reportInput: true });
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -258,7 +264,9 @@ function validateText(
         }
       }
     }
-    const warnings: ConfigProblem[] = [];
+    const warnings = removed.filter((r) => r.severity === "warning").map((r) =>
+      at(r.path, r.message)
+    );
     if (pem.cert !== undefined) {
       const w = validityWarning(pem.cert, now());
       if (w !== null) warnings.push(at(["listen", "tls", "cert"], w));

@@ -433,6 +433,20 @@ const INVALID: InvalidRow[] = [
     line: 11,
     message: "positive integer",
   },
+  {
+    rule: "#35.2: connect_timeout_ms > 0",
+    yaml: insertAfter(10, "    connect_timeout_ms: 0"),
+    path: "upstream.api.connect_timeout_ms",
+    line: 11,
+    message: "positive integer",
+  },
+  {
+    rule: "#35.2: connect_timeout_ms is an integer",
+    yaml: insertAfter(10, "    connect_timeout_ms: 2.5"),
+    path: "upstream.api.connect_timeout_ms",
+    line: 11,
+    message: "positive integer",
+  },
   // health checks
   {
     rule: "health_check.path starts with /",
@@ -586,6 +600,16 @@ const INVALID: InvalidRow[] = [
   {
     rule: "admin on a routable address needs a token",
     yaml: BASE + "admin: { address: 10.1.2.3, port: 9902 }\n",
+    path: "admin.token",
+    line: 14,
+    message: "is required when admin.address is not a loopback address",
+  },
+  {
+    // #32.1: fails if isLoopbackAddress treats every IPv4-mapped address (::ffff:a.b.c.d) as
+    // loopback (mutant: `return mapped !== null;`): that admin listener is reachable from the
+    // network without a token.
+    rule: "#32.1: admin on an IPv4-mapped routable address (::ffff:10.1.2.3) needs a token",
+    yaml: BASE + "admin: { address: '::ffff:10.1.2.3', port: 9902 }\n",
     path: "admin.token",
     line: 14,
     message: "is required when admin.address is not a loopback address",
@@ -798,6 +822,7 @@ Deno.test("minimal config gets every default", () => {
         route: { path_prefix: "/" },
         backends: [{ id: "a", address: "127.0.0.1:8081", weight: 100 }],
         request_timeout_ms: 30000,
+        connect_timeout_ms: 10000,
       },
     },
     load_balancing: { type: "round-robin" },
@@ -826,9 +851,8 @@ Deno.test("minimal config gets every default", () => {
       address_prefix_v6: 64,
       network_prefix_v4: 24,
       network_prefix_v6: 56,
+      udp_receive_buffer: 7340032,
       idle_reclaim_ms: 5000,
-      upstream_workers: "auto",
-      upstream_client: "spooky",
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
     trusted_proxies: [],
@@ -1099,12 +1123,8 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   const config = configOf(parseConfigText(text, { baseDir: examples, checkFiles: false }));
   assert.deepEqual(Object.keys(config.upstream), ["api", "docs", "static"]);
   assert.equal(config.upstream.docs.route.host, "docs.example.com");
-  assert.deepEqual(config.admin, {
-    address: "127.0.0.1",
-    port: 9890,
-    token: "change-me",
-    ...ADMIN_DEFAULTS,
-  });
+  // On loopback without a token: the copied file passes --check as it is.
+  assert.deepEqual(config.admin, { address: "127.0.0.1", port: 9890, ...ADMIN_DEFAULTS });
   assert.equal(config.upstream.api.route.path_prefix, "/vendor/");
   assert.deepEqual(config.upstream.api.backends.map((b) => b.address), [
     "127.0.0.1:8081",
@@ -1112,8 +1132,9 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   ]);
   assert.ok(config.upstream.api.backends.every((b) => b.health_check !== undefined));
   assert.equal(config.upstream.static.route.path_prefix, "/");
-  assert.equal(config.listen.tls.cert, join(examples, "..", ".dev", "certs", "cert.pem"));
-  assert.equal(config.listen.tls.key, join(examples, "..", ".dev", "certs", "key.pem"));
+  // Beside the file: where examples/deploy/spooky.service copies them.
+  assert.equal(config.listen.tls.cert, join(examples, "cert.pem"));
+  assert.equal(config.listen.tls.key, join(examples, "key.pem"));
 });
 
 // ---------------------------------------------------------------------------
@@ -1358,4 +1379,74 @@ Deno.test("limits: address and network prefix lengths must fit their family", ()
   }
   const ok = parse(BASE + "limits: {address_prefix_v6: 48, network_prefix_v6: 40}\n");
   assert.ok(ok.ok);
+});
+
+Deno.test("#35.7: limits.udp_receive_buffer is a whole number of bytes from 0 to 1 GiB, named with its line", () => {
+  for (const bad of ["-1", "1.5", "1073741825"]) {
+    const r = parse(BASE + `limits:\n  udp_receive_buffer: ${bad}\n`);
+    assert.ok(!r.ok && r.kind === "invalid", bad);
+    assert.match(
+      formatProblem(r.problems[0]),
+      /^limits\.udp_receive_buffer \(line 15\): must be a whole number of bytes/,
+      bad,
+    );
+  }
+  const text = parse(BASE + 'limits:\n  udp_receive_buffer: "7MiB"\n');
+  assert.ok(!text.ok && text.kind === "invalid");
+  assert.match(
+    formatProblem(text.problems[0]),
+    /^limits\.udp_receive_buffer \(line 15\): must be a number/,
+  );
+  for (const good of [0, 212992, 1073741824]) {
+    const r = parse(BASE + `limits: {udp_receive_buffer: ${good}}\n`);
+    assert.ok(r.ok && r.config.limits.udp_receive_buffer === good, String(good));
+  }
+});
+
+Deno.test("#28.1: limits.upstream_workers and limits.upstream_client are removed: an error saying what replaced them", () => {
+  const rows: Array<[string, RegExp]> = [
+    ["upstream_workers: 2", /upstream worker threads are gone.*run on the QUIC thread/],
+    ["upstream_workers: 64", /upstream worker threads are gone/],
+    ["upstream_workers: many", /upstream worker threads are gone/],
+    ["upstream_client: node", /the proxy's own HTTP\/2 client carries every exchange/],
+    ["upstream_client: hyper", /the node client, Deno's node:http2, is gone/],
+  ];
+  for (const [line, message] of rows) {
+    const problems = problemsOf(parse(BASE + `limits:\n  ${line}\n`));
+    assert.equal(problems.length, 1, line);
+    const key = line.split(":")[0];
+    assert.match(
+      formatProblem(problems[0]),
+      new RegExp(`^limits\\.${key} \\(line 15\\): was removed`),
+    );
+    assert.match(problems[0].message, message, line);
+    assert.doesNotMatch(problems[0].message, /unknown key/, line);
+  }
+  // Both at once, beside another problem: every one reported, by line.
+  const all = problemsOf(parse(
+    BASE + "limits:\n  upstream_client: node\n  max_handshakes: 0\n  upstream_workers: 3\n",
+  ));
+  assert.deepEqual(all.map((p) => [p.path, p.line]), [
+    ["limits.upstream_client", 15],
+    ["limits.max_handshakes", 16],
+    ["limits.upstream_workers", 17],
+  ]);
+});
+
+Deno.test("#28.1: limits.upstream_workers auto or 0, and upstream_client spooky, are ignored with a warning naming the key and line", () => {
+  for (const line of ["upstream_workers: auto", "upstream_workers: 0", "upstream_client: spooky"]) {
+    const r = parse(BASE + `limits:\n  max_handshakes: 9\n  ${line}\n`);
+    assert.ok(r.ok, `${line}: ${JSON.stringify(r)}`);
+    const key = line.split(":")[0];
+    assert.deepEqual(r.warnings.map((w) => [w.path, w.line]), [[`limits.${key}`, 16]], line);
+    assert.match(r.warnings[0].message, /^ignored: the key was removed \(.+\); delete it$/);
+    assert.equal(r.config.limits.max_handshakes, 9, "the rest of the section applies");
+    assert.ok(!Object.hasOwn(r.config.limits, key), `${key} is not in the configuration`);
+  }
+  const both = parse(BASE + "limits: {upstream_workers: auto, upstream_client: spooky}\n");
+  assert.ok(both.ok);
+  assert.deepEqual(both.warnings.map((w) => w.path), [
+    "limits.upstream_workers",
+    "limits.upstream_client",
+  ]);
 });

@@ -31,7 +31,7 @@ import {
   parseHashKey,
 } from "../balancer/hash_key.ts";
 import { parseCidr } from "../../shared/cidr.ts";
-import { isToken } from "../h3/fields.ts";
+import { isToken } from "../http/mod.ts";
 import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
 import type {
   AccessLogConfig,
@@ -329,6 +329,11 @@ export const UpstreamConfigSchema = z.strictObject({
   backends: z.array(BackendConfigSchema).min(1, { message: "needs at least one backend" }),
   /** Timeout of one request to a backend of this pool, in milliseconds. */
   request_timeout_ms: positiveInt("milliseconds").default(30000),
+  /**
+   * Deadline of a new connection to a backend of this pool (TCP connect,
+   * TLS handshake and the backend's first SETTINGS), in milliseconds.
+   */
+  connect_timeout_ms: positiveInt("milliseconds").default(10000),
 });
 
 /**
@@ -411,26 +416,18 @@ export const LimitsConfigSchema = z.strictObject({
   /** IPv6 prefix length of one network for `max_handshakes_per_network`. */
   network_prefix_v6: int(1, 128, "must be a prefix length from 1 to 128").default(56),
   /**
+   * Receive buffer asked for the QUIC socket at startup, in bytes (quic-go's
+   * 7 MiB by default): `SO_RCVBUF`, then `SO_RCVBUFFORCE` with CAP_NET_ADMIN;
+   * never lowered; `0` leaves the kernel's `net.core.rmem_default`.
+   */
+  udp_receive_buffer: int(0, 1073741824, "must be a whole number of bytes from 0 to 1073741824")
+    .default(7340032),
+  /**
    * Once open connections reach 90% of `max_connections`, a connection with
    * no request in flight for this long is sent away with GOAWAY, in
    * milliseconds; `0` never does.
    */
   idle_reclaim_ms: nonNegativeInt("milliseconds").default(5000),
-  /**
-   * Worker threads that carry the HTTP/2 exchanges with backends: `auto`
-   * (cores − 1, at least 1) or a number; `0` keeps them on the QUIC thread.
-   */
-  upstream_workers: z.union([
-    z.literal("auto"),
-    int(0, 64, "must be auto or a whole number from 0 to 64"),
-  ])
-    .default("auto"),
-  /**
-   * The HTTP/2 client that carries the exchanges with backends: `spooky`
-   * (the proxy's own, `proxy/h2/`) or `node` (Deno's `node:http2`).
-   */
-  upstream_client: z.enum(["spooky", "node"], { error: 'must be "spooky" or "node"' })
-    .default("spooky"),
   /**
    * Open connections of the TCP fallback; past it newcomers are closed at
    * once. `auto`: as many as the open-files limit leaves room for (each
@@ -586,14 +583,6 @@ export const ConfigSchema = z.strictObject({
     }
     if (!Array.isArray(value.backends)) continue;
     value.backends.forEach((backend: unknown, index: number) => {
-      const client = (config.limits as { upstream_client?: unknown } | undefined)?.upstream_client;
-      if (isRecord(backend) && backend.tls !== undefined && client === "node") {
-        ctx.addIssue({
-          code: "custom",
-          path: ["upstream", pool, "backends", index, "tls"],
-          message: "needs limits.upstream_client: spooky (the node client speaks h2c only)",
-        });
-      }
       if (!isRecord(backend) || typeof backend.id !== "string" || backend.id === "") return;
       const first = ids.get(backend.id);
       if (first === undefined) {

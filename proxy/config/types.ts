@@ -19,7 +19,7 @@ export interface TlsConfig {
   cert: string;
   /** Path of the PEM private key. */
   key: string;
-  /** Never present: client certificates cannot be verified (DESIGN §2). */
+  /** Never present: Deno's QUIC listener cannot verify client certificates (docs/architecture.md §4). */
   ca?: undefined;
 }
 
@@ -102,6 +102,11 @@ export interface UpstreamConfig {
   backends: BackendConfig[];
   /** Timeout of one request to a backend of this pool, in milliseconds. */
   request_timeout_ms: number;
+  /**
+   * Deadline of a new connection to a backend of this pool (TCP connect,
+   * TLS handshake and the backend's first SETTINGS), in milliseconds.
+   */
+  connect_timeout_ms: number;
 }
 
 /** `log`: level and optional file output. */
@@ -166,12 +171,10 @@ export interface LimitsConfig {
   network_prefix_v4: number;
   /** IPv6 prefix length of a network. */
   network_prefix_v6: number;
+  /** Receive buffer asked for the QUIC socket at startup, in bytes (0: the kernel's default). */
+  udp_receive_buffer: number;
   /** Idle time after which a connection may be sent away when the table is nearly full (ms; 0: never). */
   idle_reclaim_ms: number;
-  /** Worker threads for the HTTP/2 exchanges with backends: `auto` (cores − 1, ≥ 1) or a number; 0 = on the QUIC thread. */
-  upstream_workers: "auto" | number;
-  /** The HTTP/2 client of the upstream side: `spooky` (the proxy's own) or `node` (`node:http2`). */
-  upstream_client: "spooky" | "node";
   /** Open TCP fallback connections: `auto` (what the open-files limit leaves room for, ≤ 4096) or a number. */
   tcp_max_connections: "auto" | number;
   /** TLS handshake and first request head of a TCP fallback connection, in milliseconds. */
@@ -188,7 +191,7 @@ export interface AdminConfig {
   port: number;
   /** With a token, mutating calls need `Authorization: Bearer <token>`. */
   token?: string;
-  /** Open admin connections; past it newcomers are closed at once. */
+  /** Open admin connections; past it a newcomer sheds one not serving a request, or is closed at once. */
   max_connections: number;
   /** First request head of an admin connection, in milliseconds. */
   header_timeout_ms: number;

@@ -28,8 +28,9 @@ export type HealthStateOptions = Partial<
  * | unhealthy | success | after the cooldown, `success_threshold` consecutive successes | healthy |
  * | unhealthy | failure | - | unhealthy (success count reset) |
  *
- * The initial state is healthy (DESIGN §4). Times are milliseconds from any
- * clock; a clock that goes backwards only extends the cooldown.
+ * The initial state is healthy: a new backend takes traffic at once, and its
+ * first probe runs at once too. Times are milliseconds from any clock; a
+ * clock that goes backwards only extends the cooldown.
  *
  * @example
  * ```ts

@@ -112,11 +112,11 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
     if (attempts.length === 0) {
       return errorResponse(503, OUTCOMES.no_candidate.error, `no backend for pool ${pool.name}`);
     }
-    // A failure the backend may have processed (a reset, a protocol error,
-    // a lost worker), on a pooled session, is retried once for an
-    // idempotent method (RFC 9110 §9.2.2), as pingora retries a request that
-    // failed on a reused connection: the next candidate, or the same
-    // backend when there is no other. One it provably did not process
+    // A failure the backend may have processed (a reset, a protocol error),
+    // on a pooled session, is retried once for an idempotent method (RFC
+    // 9110 §9.2.2), as pingora retries a request that failed on a reused
+    // connection: the next candidate, or the same backend when there is no
+    // other. One it provably did not process
     // (`connect`) goes to the next candidate whatever the method.
     let maybeProcessedRetry = retryable;
 

@@ -216,16 +216,6 @@ const ROWS: Row[] = [
     b1: [1, 0, 1],
     global: [1, 1],
   },
-  // A lost worker is retried once (idempotent) and blames nobody.
-  {
-    name: "worker_lost",
-    script: ["worker", "worker"],
-    status: 502,
-    reports: [],
-    attempts: 2,
-    b1: [0, 0, 0],
-    global: [1, 1],
-  },
   // A client that left is logged as 499 and never counted against the backend.
   {
     name: "client_gone",
@@ -323,17 +313,17 @@ for (const row of ROWS) {
   });
 }
 
-Deno.test("forward: a protocol error is not retried for POST; a worker loss is retried on the next candidate", async () => {
+Deno.test("forward: a protocol error is not retried for POST; a reset GET is retried on the next candidate", async () => {
   const post = forwarder(["protocol", 200]);
   assert.equal(
     (await post.forward(incoming("POST", new Uint8Array(3)), pool, two, "/x", "a.test")).status,
     502,
   );
   assert.equal(post.seen.length, 1);
-  const w = forwarder(["worker", 200]);
+  const w = forwarder(["reset", 200]);
   assert.equal((await w.forward(incoming("GET"), pool, two, "/x", "a.test")).status, 200);
   assert.deepEqual(w.seen.map((r) => r.address), ["127.0.0.1:1", "127.0.0.1:2"]);
-  assert.deepEqual(w.reports, ["b2:success"]);
+  assert.deepEqual(w.reports, ["b1:reset", "b2:success"]);
 });
 
 Deno.test("forward: RFC 9113 §8.2-8.3, RFC 9110 §15: an invalid backend response head is 502, its body cancelled", async () => {
@@ -395,7 +385,6 @@ const FAILURES: Array<[string, Step]> = [
   ["reset", "reset"],
   ["protocol", "protocol"],
   ["timeout", "timeout"],
-  ["worker_lost", "worker"],
   ["local", "local"],
   ["shutdown", "aborted"],
   ["internal", new TypeError("bug")],
@@ -418,8 +407,8 @@ for (const method of ["POST", "PATCH", "GET", "PUT"]) {
   });
 }
 
-Deno.test("#35.1: a POST whose backend processed it (protocol, reset, worker lost) is never sent to the next candidate", async () => {
-  for (const step of ["protocol", "reset", "worker"] as const) {
+Deno.test("#35.1: a POST whose backend processed it (protocol, reset) is never sent to the next candidate", async () => {
+  for (const step of ["protocol", "reset"] as const) {
     const f = forwarder([step, 200]);
     const res = await f.forward(incoming("POST", new Uint8Array(3)), pool, two, "/x", "a.test");
     assert.equal(res.status, 502, step);

@@ -8,7 +8,6 @@
  */
 
 import { concatBytes } from "../../shared/bytes.ts";
-import { drained } from "./http2_transport.ts";
 import http2 from "node:http2";
 
 /** The longest wait for the test server to close. */
@@ -198,4 +197,17 @@ export async function patternSource(
     if (stream.closed) return reader.cancel();
   }
   stream.end();
+}
+
+/** Resolves once `stream` can take more writes, or has closed. */
+function drained(stream: http2.Http2Stream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const go = () => {
+      stream.off("drain", go);
+      stream.off("close", go);
+      resolve();
+    };
+    stream.on("drain", go);
+    stream.on("close", go);
+  });
 }

@@ -13,7 +13,7 @@
  */
 
 import { PRODUCT } from "../../shared/version.ts";
-import { HOP_BY_HOP, isToken } from "../h3/mod.ts";
+import { HOP_BY_HOP, isToken } from "../http/mod.ts";
 
 /** What the proxy knows about the client side of a request. */
 export interface ClientContext {

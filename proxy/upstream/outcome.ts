@@ -16,7 +16,6 @@
  * | `protocol` | 502 | failure | backend_errors | maybe | once, idempotent only |
  * | `invalid_response` | 502 | failure | backend_errors | yes | no |
  * | `timeout` | 503 | failure | backend_timeouts | maybe | no |
- * | `worker_lost` | 502 | – | – | maybe | once, idempotent only |
  * | `client_gone` | 502 sent, counted and logged as 499 | – | – (`client_gone`) | maybe | no |
  * | `local` | 400 | – | – | no | no |
  * | `internal` | 500 | – | – | maybe | no |
@@ -80,8 +79,6 @@ export type UpstreamOutcome =
   | "invalid_response"
   /** The backend took longer than `request_timeout_ms` to take the body or to answer. */
   | "timeout"
-  /** The upstream worker carrying the exchange died of a cause not tied to this backend. */
-  | "worker_lost"
   /** The client left (reset its stream, closed its connection) before the answer. */
   | "client_gone"
   /** The request cannot be expressed to the backend (the client's doing). */
@@ -171,7 +168,6 @@ export const OUTCOMES: Readonly<Record<UpstreamOutcome, OutcomeRule>> = Object.f
   ),
   // Past the request's own deadline: no time left to try again.
   timeout: rule(503, "backend_timeout", "timeout", "backend_timeouts", "maybe", NO_RETRY, true),
-  worker_lost: rule(502, "backend_error", null, null, "maybe", RETRY, false),
   // Sent as 502 (if anyone still reads it); counted and logged as 499.
   client_gone: rule(502, "client_gone", null, null, "maybe", NO_RETRY, false, "client_gone"),
   // The request cannot be expressed: it would fail the same way again.
@@ -275,8 +271,6 @@ export function outcomeOfError(err: unknown, end: RequestEndKind | undefined): U
     case "timeout":
     case "local":
       return err.kind;
-    case "worker":
-      return "worker_lost";
     case "aborted":
       // Aborted without the client leaving: the transport was closed under it.
       return "shutdown";

@@ -29,7 +29,6 @@ const RULES: Record<UpstreamOutcome, [Processed, RetryRule]> = {
   protocol: ["maybe", "idempotent"],
   invalid_response: ["yes", "no"],
   timeout: ["maybe", "no"],
-  worker_lost: ["maybe", "idempotent"],
   client_gone: ["maybe", "no"],
   local: ["no", "no"],
   internal: ["maybe", "no"],

@@ -2,9 +2,9 @@
  * The upstream transport: how one request reaches one backend over HTTP/2
  * and how its answer comes back. The forwarding rules (candidates, retry,
  * status mapping, metrics) live in `phases/forward.ts` and know nothing of how the
- * exchange is carried: in this process (`http2_transport.ts`) or on worker
- * threads (`worker_transport.ts`). Every implementation passes the shared
- * conformance suite in `transport_conformance_test.ts`.
+ * exchange is carried (`h2_transport.ts`, the proxy's own HTTP/2 client; a
+ * test may inject another). The conformance suite in
+ * `transport_conformance_test.ts` is what an implementation must pass.
  *
  * @module
  */
@@ -88,10 +88,8 @@ export type Trailers = ReadonlyArray<readonly [string, string]>;
 /**
  * Why an exchange failed. Only `connect`, `reset`, `protocol` and `timeout`
  * are the backend's fault (they count for passive health); `connect` means
- * nothing reached the backend, so another backend may be tried. `worker`:
- * the upstream worker thread carrying the exchange died of a cause not tied
- * to this backend (the request may have reached it). `outcome.ts` maps each
- * kind to a status and a passive-health report.
+ * nothing reached the backend, so another backend may be tried.
+ * `outcome.ts` maps each kind to a status and a passive-health report.
  */
 export type UpstreamFailureKind =
   | "connect"
@@ -99,8 +97,7 @@ export type UpstreamFailureKind =
   | "protocol"
   | "timeout"
   | "aborted"
-  | "local"
-  | "worker";
+  | "local";
 
 /** A failed exchange, with its kind and the underlying cause. */
 export class UpstreamError extends Error {
@@ -135,11 +132,11 @@ export interface UpstreamTransport {
   /**
    * Sends the request and resolves with the response head (and body).
    * Rejects with an {@link UpstreamError}; any other error is a bug of the
-   * transport itself (outcome `internal`, 500), also across the worker hop.
+   * transport itself (outcome `internal`, 500).
    */
   exchange(req: UpstreamRequest): Promise<UpstreamResponse>;
   /** Closes the pooled connection of an address no longer configured (in-flight exchanges finish). */
   release(address: string): void;
-  /** Closes every connection (and worker); pending exchanges fail with kind `aborted`. */
+  /** Closes every connection; pending exchanges fail with kind `aborted`. */
   close(): Promise<void>;
 }

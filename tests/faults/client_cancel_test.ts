@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, sleep } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 const N = 50;
 
@@ -50,58 +51,56 @@ async function until(what: () => boolean | Promise<boolean>, ms: number): Promis
   return -1;
 }
 
-for (const workers of [0, 1]) {
-  Deno.test(`#25.5: a client's STOP_SENDING before the response head resets the backend stream (upstream_workers: ${workers})`, async () => {
-    const be = hangingBackend();
-    const port = be.port;
-    const proxy = await startProxy(
-      faultConfig([`127.0.0.1:${port}`], {
-        requestTimeoutMs: 60_000,
-        extra: `limits: {upstream_workers: ${workers}}\nadmin: {address: 127.0.0.1, port: 0}`,
-      }),
-    );
-    const client = await H3TestClient.connect(
-      proxy.port,
-      await Deno.readTextFile((await testCerts()).caPath),
-    );
-    try {
-      const streams: Deno.QuicBidirectionalStream[] = [];
-      for (let i = 0; i < N; i++) {
-        const s = await client.conn.createBidirectionalStream();
-        const w = s.writable.getWriter();
-        await w.write(
-          encodeFrame(FrameType.HEADERS, client.encodeFields(getHead(`/hang/${i}`, proxy.port))),
-        );
-        await w.close();
-        streams.push(s);
-      }
-      assert.ok(
-        await until(() => be.counts.opened === N, 20_000) >= 0,
-        `opened ${be.counts.opened}`,
+Deno.test("#25.5: a client's STOP_SENDING before the response head resets the backend stream", async () => {
+  const be = hangingBackend();
+  const port = be.port;
+  const proxy = await startProxy(
+    faultConfig([`127.0.0.1:${port}`], {
+      requestTimeoutMs: 60_000,
+      extra: "admin: {address: 127.0.0.1, port: 0}",
+    }),
+  );
+  const client = await H3TestClient.connect(
+    proxy.port,
+    await Deno.readTextFile((await testCerts()).caPath),
+  );
+  try {
+    const streams: Deno.QuicBidirectionalStream[] = [];
+    for (let i = 0; i < N; i++) {
+      const s = await client.conn.createBidirectionalStream();
+      const w = s.writable.getWriter();
+      await w.write(
+        encodeFrame(FrameType.HEADERS, client.encodeFields(getHead(`/hang/${i}`, proxy.port))),
       );
-      assert.equal(await activeStreams(proxy.adminPort!), N);
-      // The client cancels every request: STOP_SENDING on each response.
-      for (const s of streams) await s.readable.cancel(new Error("not wanted")).catch(() => {});
-      const resetAfter = await until(() => be.counts.reset === N, 15_000);
-      console.log(
-        `workers ${workers}: ${be.counts.reset}/${N} backend streams reset ${
-          resetAfter >= 0 ? `within ${resetAfter.toFixed(0)} ms` : "(not all within 15 s)"
-        }; ${be.counts.open} still open`,
-      );
-      assert.equal(be.counts.reset, N, "every cancelled request's backend stream was reset");
-      assert.equal(be.counts.open, 0);
-      const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
-      assert.ok(freed >= 0, "the proxy's active-stream gauge came back to 0");
-      // The connection itself is still good.
-      const r = await client.request({ head: getHead("/fine", proxy.port) });
-      assert.equal(r.status, 200);
-    } finally {
-      await client.close();
-      assert.equal(await proxy.stop(), 0);
-      await be.close();
+      await w.close();
+      streams.push(s);
     }
-  });
-}
+    assert.ok(
+      await until(() => be.counts.opened === N, 20_000) >= 0,
+      `opened ${be.counts.opened}`,
+    );
+    assert.equal(await activeStreams(proxy.adminPort!), N);
+    // The client cancels every request: STOP_SENDING on each response.
+    for (const s of streams) await s.readable.cancel(new Error("not wanted")).catch(() => {});
+    const resetAfter = await until(() => be.counts.reset === N, 15_000);
+    console.log(
+      `${be.counts.reset}/${N} backend streams reset ${
+        resetAfter >= 0 ? `within ${resetAfter.toFixed(0)} ms` : "(not all within 15 s)"
+      }; ${be.counts.open} still open`,
+    );
+    assert.equal(be.counts.reset, N, "every cancelled request's backend stream was reset");
+    assert.equal(be.counts.open, 0);
+    const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
+    assert.ok(freed >= 0, "the proxy's active-stream gauge came back to 0");
+    // The connection itself is still good.
+    const r = await client.request({ head: getHead("/fine", proxy.port) });
+    assert.equal(r.status, 200);
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
 
 Deno.test("#25.5: rapid cancels (HEADERS, then STOP_SENDING at once) do not pile up at the backend; another client is served meanwhile", async () => {
   const RAPID = 300;

@@ -1,9 +1,14 @@
 /**
  * Real HTTP/2 (h2c) backends on loopback for end-to-end tests: `Deno.serve`
- * speaks h2c to clients with prior knowledge.
+ * speaks h2c to clients with prior knowledge. {@link startBackend} serves in
+ * the test's own process; {@link startBackendProcess} in a child process, so
+ * that a test can kill it abruptly (`deno run -A tests/support/backend.ts
+ * NAME` prints `port <n>` once listening).
  *
  * @module
  */
+
+import { sleep, withTimeout } from "./wait.ts";
 
 /** A running backend. */
 export interface TestBackend {
@@ -84,7 +89,7 @@ async function defaultHandler(name: string, req: Request): Promise<Response> {
     return new Response(null, { status: Number(p.slice(8)), headers: { "x-backend": name } });
   }
   if (p.startsWith("/slow/")) {
-    await new Promise((r) => setTimeout(r, Number(p.slice(6))));
+    await sleep(Number(p.slice(6)));
     return new Response("slow", { headers: { "x-backend": name } });
   }
   if (p === "/headers") {
@@ -94,4 +99,72 @@ async function defaultHandler(name: string, req: Request): Promise<Response> {
   return Response.json({ backend: name, method: req.method, path: url.pathname + url.search }, {
     headers: { "x-backend": name },
   });
+}
+
+/** A backend running in a child process (see {@link startBackendProcess}). */
+export interface BackendProcess {
+  address: string;
+  pid: number;
+  /** Sends a signal and waits for the process to end. */
+  kill(signal?: Deno.Signal): Promise<void>;
+}
+
+/** Starts this module as a backend in a child process and waits for its port. */
+export async function startBackendProcess(name: string): Promise<BackendProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(import.meta.url).pathname, name],
+    stdout: "piped",
+    stderr: "inherit",
+    stdin: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  const port = await withTimeout(
+    (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`backend ${name} exited before listening`);
+        text += value;
+        const m = /port (\d+)/.exec(text);
+        if (m) return Number(m[1]);
+      }
+    })(),
+    20_000,
+    `backend ${name} start`,
+  ).catch(async (err) => {
+    child.kill("SIGKILL");
+    await child.status;
+    throw err;
+  });
+  // Keep draining stdout so the child never blocks on a full pipe.
+  const drained = (async () => {
+    try {
+      while (!(await reader.read()).done) { /* discard */ }
+    } catch {
+      // closed
+    }
+  })();
+  let ended = false;
+  return {
+    address: `127.0.0.1:${port}`,
+    pid: child.pid,
+    async kill(signal: Deno.Signal = "SIGKILL") {
+      if (!ended) {
+        ended = true;
+        try {
+          child.kill(signal);
+        } catch {
+          // already gone
+        }
+      }
+      await child.status;
+      await drained;
+    },
+  };
+}
+
+if (import.meta.main) {
+  const be = startBackend(Deno.args[0] ?? "backend");
+  // deno-lint-ignore no-console
+  console.log(`port ${be.port}`);
 }
