@@ -21,7 +21,7 @@
  * @module
  */
 
-export type { RequestHead } from "./proxy/h3/mod.ts";
+export type { RequestHead } from "./proxy/http/mod.ts";
 export * from "./proxy/config/mod.ts";
 export {
   type BackendHealth,

@@ -1,5 +1,6 @@
 /**
- * Conformance suite run against every load-balancing algorithm (DESIGN §5.4).
+ * Conformance suite run against every load-balancing algorithm (swappable
+ * strategies share one suite: docs/architecture.md §7).
  */
 
 import assert from "node:assert/strict";

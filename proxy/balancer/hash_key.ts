@@ -8,7 +8,7 @@
  * @module
  */
 
-import { isToken } from "../h3/fields.ts";
+import { isToken } from "../http/mod.ts";
 import { BalancerConfigError, type BalanceRequest } from "./types.ts";
 
 /** A parsed `load_balancing.key`. Header names are lowercase. */

@@ -1,15 +1,12 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  CLIENT_PREFACE,
-  FrameType,
-  H2ClientConnection,
-  type H2Event,
-  SettingId,
-} from "./connection.ts";
+import { H2ClientConnection, type H2Event } from "./connection.ts";
+import { CLIENT_PREFACE, FrameType } from "./frames.ts";
+import { SettingId } from "./settings.ts";
 import { H2Code } from "./errors.ts";
 import { HpackDecoder } from "./hpack.ts";
 import { cat, frame, headers, parseFrames, settings, u32 } from "./_test_util.ts";
+import { MALFORMED_SECTIONS } from "../http/_test_util.ts";
 
 const GET: Array<[string, string]> = [
   [":method", "GET"],
@@ -196,22 +193,7 @@ Deno.test("RFC 9113 §6.5.2: invalid SETTINGS values are connection errors", () 
 });
 
 Deno.test("RFC 9113 §8.3.2: malformed response heads are stream errors PROTOCOL_ERROR", () => {
-  const bad: Array<Array<[string, string]>> = [
-    [[":status", "2000"]],
-    [[":status", "20"]],
-    [[":status", "099"]],
-    [[":status", "600"]],
-    [["x", "1"], [":status", "200"]],
-    [[":status", "200"], ["X-Upper", "1"]],
-    [[":status", "200"], ["connection", "close"]],
-    [[":status", "200"], ["transfer-encoding", "chunked"]],
-    [[":status", "200"], [":path", "/"]],
-    [[":status", "200"], ["x", "a\r\nb"]],
-    [[":status", "200"], ["content-length", "1"], ["content-length", "2"]],
-    [[":status", "101"]],
-    [["x", "no status"]],
-  ];
-  for (const fields of bad) {
+  for (const fields of [...MALFORMED_SECTIONS, [[":status", "101"]] as Array<[string, string]>]) {
     const { c, id } = ready();
     streamErr(c, c.receive(headers(id, fields)), H2Code.PROTOCOL_ERROR);
   }
@@ -411,4 +393,180 @@ Deno.test("the codec never throws on arbitrary server bytes (fuzz)", () => {
     }),
     { numRuns: 3000 },
   );
+});
+
+/** A connection past the server's preface whose stream 1 is a POST, its body not sent yet. */
+function post(peerSettings: Array<[number, number]> = []): { c: H2ClientConnection; id: number } {
+  const c = new H2ClientConnection();
+  c.receive(settings(peerSettings));
+  const r = c.openStream([[":method", "POST"], [":scheme", "http"], [":path", "/"]], {
+    endStream: false,
+  });
+  assert.ok("id" in r);
+  c.takeOutput();
+  return { c, id: r.id };
+}
+
+function dataSent(c: H2ClientConnection): number {
+  return parseFrames(c.takeOutput() ?? new Uint8Array(0))
+    .filter((f) => f.type === FrameType.DATA)
+    .reduce((n, f) => n + f.payload.length, 0);
+}
+
+Deno.test("#32: RFC 9113 §6.9.1: sendData keeps to the connection window, not only the stream's", () => {
+  // Mutant: the connection window dropped from the minimum in sendData. It
+  // sends 200,000 bytes against the 65,535 octets of the connection window
+  // (a strict backend answers FLOW_CONTROL_ERROR and fails every stream).
+  const { c, id } = post([[SettingId.INITIAL_WINDOW_SIZE, 1 << 20]]);
+  const body = new Uint8Array(200_000);
+  assert.equal(c.sendData(id, body, true), 65_535);
+  assert.equal(dataSent(c), 65_535);
+  assert.equal(c.sendCapacity(id), 0);
+  const ev = c.receive(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(100_000)));
+  assert.equal(only(ev, "send-window").stream, 0);
+  assert.equal(c.sendCapacity(id), 100_000);
+  assert.equal(c.sendData(id, body.subarray(65_535), true), 100_000);
+  assert.equal(dataSent(c), 100_000);
+});
+
+Deno.test("#32: more than 10,000 frames in a row that carry nothing end the connection", () => {
+  // Mutant: the bound on frames that carry nothing disabled (#idleFrame never
+  // fails): a peer keeps the client busy for free, for ever.
+  const unknown = frame(0xfa, 0, 1, new Uint8Array(0));
+  const flood = (n: number) => cat(...Array.from({ length: n }, () => unknown));
+  let { c, id } = ready();
+  assert.deepEqual(c.receive(flood(10_000)), [], "10,000 are tolerated");
+  connErr(c.receive(unknown), H2Code.ENHANCE_YOUR_CALM);
+  // The count is of frames in a row: one that carries something starts it again.
+  ({ c, id } = ready());
+  c.receive(flood(10_000));
+  c.receive(headers(id, [[":status", "200"]]));
+  assert.deepEqual(c.receive(flood(10_000)), []);
+  // Empty DATA frames and PRIORITY frames count too; the bound is an option.
+  ({ c, id } = ready({ maxIdleFrames: 3 }));
+  c.receive(headers(id, [[":status", "200"]]));
+  const idle = cat(
+    frame(FrameType.DATA, 0, id),
+    frame(FrameType.PRIORITY, 0, id, new Uint8Array(5)),
+  );
+  assert.ok(c.receive(idle).every((e) => e.type === "data"));
+  connErr(c.receive(idle), H2Code.ENHANCE_YOUR_CALM);
+});
+
+/** A connection with `on-consume` credit, windows of `window` octets, stream 1 answered 200. */
+function consuming(window: number): { c: H2ClientConnection; id: number } {
+  const r = ready({
+    connectionWindow: window,
+    streamWindow: 1 << 20,
+    connectionCredit: "on-consume",
+  });
+  r.c.receive(headers(r.id, [[":status", "200"]]));
+  r.c.takeOutput();
+  return r;
+}
+
+/** `n` octets of DATA on `id` in frames of 10,000 octets, END_STREAM on the last with `end`. */
+function body(id: number, n: number, end = false): Uint8Array {
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at < n; at += 10_000) {
+    const last = at + 10_000 >= n;
+    frames.push(
+      frame(FrameType.DATA, last && end ? 1 : 0, id, new Uint8Array(Math.min(10_000, n - at))),
+    );
+  }
+  return cat(...frames);
+}
+
+function updates(c: H2ClientConnection): Array<[number, number]> {
+  return parseFrames(c.takeOutput() ?? new Uint8Array(0))
+    .filter((f) => f.type === FrameType.WINDOW_UPDATE)
+    .map((f) => [f.stream, new DataView(f.payload.buffer).getUint32(0)]);
+}
+
+Deno.test("#32.2: with on-consume credit a peer sending past the connection window gets FLOW_CONTROL_ERROR", () => {
+  // Mutant: the connection window's overrun check removed: a backend sends
+  // without bound while the client's readers hold everything unread.
+  const { c, id } = consuming(65_535);
+  const chunk = frame(FrameType.DATA, 0, id, new Uint8Array(16_384));
+  for (let i = 0; i < 3; i++) assert.equal(only(c.receive(chunk), "data").data.length, 16_384);
+  assert.equal(c.heldOctets, 3 * 16_384);
+  assert.deepEqual(updates(c), [], "no credit before the reader takes anything");
+  c.receive(frame(FrameType.DATA, 0, id, new Uint8Array(16_383)));
+  connErr(c.receive(frame(FrameType.DATA, 0, id, new Uint8Array(1))), H2Code.FLOW_CONTROL_ERROR);
+});
+
+Deno.test("#32.2: with on-arrival credit (the default) the connection window returns as DATA arrives", () => {
+  const { c, id } = ready({ connectionWindow: 65_535, streamWindow: 1 << 20 });
+  c.receive(headers(id, [[":status", "200"]]));
+  for (let i = 0; i < 8; i++) {
+    assert.equal(
+      only(c.receive(frame(FrameType.DATA, 0, id, new Uint8Array(16_384))), "data")
+        .endStream,
+      false,
+    );
+  }
+  assert.equal(c.heldOctets, 0);
+  assert.ok(updates(c).some(([stream]) => stream === 0), "the connection is credited");
+});
+
+Deno.test("#32.2: with on-consume credit the connection window returns as readers take, reset or drop", () => {
+  // Consumed octets return once half the window is owed, on the stream and the connection.
+  let { c, id } = consuming(65_535);
+  c.receive(body(id, 40_000));
+  c.consume(id, 30_000);
+  assert.deepEqual(updates(c), []);
+  c.consume(id, 10_000);
+  assert.deepEqual(updates(c), [[0, 40_000]]);
+  assert.equal(c.heldOctets, 0);
+  c.consume(id, 50_000); // more than it was handed: no credit out of thin air
+  assert.deepEqual(updates(c), []);
+  // A stream reset by us, by the peer, or failed for the peer's fault: its octets return.
+  for (
+    const end of [
+      (c: H2ClientConnection, id: number) => c.resetStream(id),
+      (c: H2ClientConnection, id: number) => c.receive(frame(FrameType.RST_STREAM, 0, id, u32(8))),
+      // Trailers without END_STREAM: a stream error.
+      (c: H2ClientConnection, id: number) => c.receive(headers(id, [["x", "1"]])),
+    ]
+  ) {
+    ({ c, id } = consuming(65_535));
+    c.receive(body(id, 40_000));
+    end(c, id);
+    assert.equal(c.heldOctets, 0);
+    assert.deepEqual(updates(c).filter(([s]) => s === 0), [[0, 40_000]]);
+  }
+  // A stream that ended normally keeps its octets held until the reader takes or drops them.
+  ({ c, id } = consuming(65_535));
+  c.receive(body(id, 40_000, true));
+  assert.equal(c.hasStream(id), false);
+  assert.equal(c.heldOctets, 40_000);
+  c.discard(id);
+  assert.deepEqual(updates(c), [[0, 40_000]]);
+  c.discard(id);
+  assert.deepEqual(updates(c), [], "dropped once");
+});
+
+Deno.test("#28.3: RFC 9113 §5.1: a stream is open, then half-closed each way, then closed", () => {
+  const c = new H2ClientConnection();
+  c.receive(settings());
+  const r = c.openStream([[":method", "POST"], [":scheme", "http"], [":path", "/"]], {
+    endStream: false,
+  });
+  assert.ok("id" in r);
+  // Open: both sides may send.
+  c.receive(headers(r.id, [[":status", "200"]]));
+  assert.ok(c.sendCapacity(r.id) > 0);
+  // Half-closed (remote): the peer ended; we may still send, and the peer may not.
+  only(c.receive(frame(FrameType.DATA, 1, r.id, [1])), "data");
+  assert.ok(c.hasStream(r.id));
+  assert.equal(c.sendData(r.id, new Uint8Array([1]), false), 1);
+  // Closed once we end too: it is gone.
+  assert.equal(c.sendData(r.id, new Uint8Array(0), true), 0);
+  assert.equal(c.hasStream(r.id), false);
+  assert.equal(c.sendData(r.id, new Uint8Array([1]), true), 0);
+  // Half-closed (local): a request sent whole; the peer's END_STREAM closes it.
+  const { c: c2, id } = ready();
+  assert.equal(c2.sendCapacity(id), 0, "nothing more to send on a half-closed (local) stream");
+  c2.receive(headers(id, [[":status", "204"]], true));
+  assert.equal(c2.hasStream(id), false);
 });

@@ -80,20 +80,10 @@ HPACK_STATIC_TABLE.forEach(([name, value], i) => {
   if (value !== "") e.values.push([value, i + 1]);
 });
 
-/** The first static index (1-based) whose name is `name`, or 0. */
-export function hpackStaticNameIndex(name: string): number {
-  return BY_NAME.get(name)?.first ?? 0;
-}
-
-/** The static index (1-based) of `name: value` with a non-empty value, or 0. */
-export function hpackStaticIndex(name: string, value: string): number {
-  const e = BY_NAME.get(name);
-  if (e === undefined) return 0;
-  for (const [v, i] of e.values) if (v === value) return i;
-  return 0;
-}
-
-/** Both at once: the full match (> 0), else minus the first index of the name (or 0). */
+/**
+ * The static index (1-based) of `name: value` when the table has the whole
+ * field (> 0), else minus the first index of the name (< 0), else 0.
+ */
 export function hpackStaticLookup(name: string, value: string): number {
   const e = BY_NAME.get(name);
   if (e === undefined) return 0;

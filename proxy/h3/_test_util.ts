@@ -31,7 +31,7 @@ export function assertMalformed(fn: () => unknown, field: string): MalformedMess
   throw new Error(`expected a malformed message on ${field}`);
 }
 
-export { concatBytes as concat } from "./qpack/instructions.ts";
+export { concatBytes as concat } from "./frames.ts";
 
 /** Bytes from a hex string; spaces and newlines are ignored. */
 export function hex(s: string): Uint8Array {

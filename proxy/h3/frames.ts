@@ -139,6 +139,19 @@ const S_BODY = 3;
 
 const EMPTY = new Uint8Array(0);
 
+/** Concatenates byte arrays: frames into a stream's bytes, pieces into a frame. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
 /**
  * Incremental frame decoder for one stream. `push` chunks as they arrive, then
  * call `next` until it returns {@link NEED_MORE}.

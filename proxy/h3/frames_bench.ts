@@ -5,8 +5,7 @@
  *     deno bench proxy/h3/frames_bench.ts
  */
 import { NEED_MORE } from "./errors.ts";
-import { encodeFrame, encodeFrameHeader, FrameDecoder, FrameType } from "./frames.ts";
-import { concatBytes } from "./qpack/instructions.ts";
+import { concatBytes, encodeFrame, encodeFrameHeader, FrameDecoder, FrameType } from "./frames.ts";
 import { RequestStreamParser } from "./streams.ts";
 
 function split(buf: Uint8Array, size: number): Uint8Array[] {

@@ -1,7 +1,9 @@
 /**
- * HTTP message validation for HTTP/3 (RFC 9114 §4.1.2, §4.2, §4.3) on decoded
- * field lists. Every violation makes the message malformed and throws
- * {@link MalformedMessageError} (a stream error H3_MESSAGE_ERROR).
+ * HTTP/3 request message validation (RFC 9114 §4.1.2, §4.2, §4.3) on decoded
+ * field lists: the pseudo-headers of a request, its trailers and its body
+ * length, with the field rules of `proxy/http/`. Every violation makes the
+ * message malformed and throws {@link MalformedMessageError} (a stream
+ * error H3_MESSAGE_ERROR).
  *
  * Field names and values are JavaScript strings as produced by QPACK decoding
  * (one character per octet is expected).
@@ -10,35 +12,14 @@
  */
 
 import { MalformedMessageError } from "./errors.ts";
-import { allowedInTrailers, CONNECTION_SPECIFIC, isToken, TCHAR } from "./fields.ts";
-
-/** A validated request head. */
-export interface RequestHead {
-  /** `:method`. */
-  method: string;
-  /** `:scheme` (absent for CONNECT). */
-  scheme?: string;
-  /** `:authority`. */
-  authority?: string;
-  /** `:path`, with the query (absent for CONNECT). */
-  path?: string;
-  /** Extended CONNECT protocol (RFC 9220), e.g. `websocket`. */
-  protocol?: string;
-  /** Regular fields only, in order. */
-  fields: Array<[string, string]>;
-  /** The request's Content-Length, when given. */
-  contentLength?: number;
-}
-
-/** A validated response head. */
-export interface ResponseHead {
-  /** `:status`. */
-  status: number;
-  /** Regular fields only, in order. */
-  fields: Array<[string, string]>;
-  /** The response's Content-Length, when given. */
-  contentLength?: number;
-}
+import {
+  allowedInTrailers,
+  fieldValueError,
+  isToken,
+  mergeContentLength,
+  regularFieldError,
+  type RequestHead,
+} from "../http/mod.ts";
 
 /** Options of {@link validateRequestFields}. */
 export interface RequestValidationOptions {
@@ -49,18 +30,9 @@ export interface RequestValidationOptions {
   allowExtendedConnect?: boolean;
 }
 
-// tchar (RFC 9110 §5.6.2) without uppercase letters: field names must be lowercase (RFC 9114 §4.2).
-const NAME_CHAR = TCHAR.slice();
-for (let c = 0x41; c <= 0x5a; c++) NAME_CHAR[c] = 0;
-
 const REQUEST_PSEUDO = new Set([":method", ":scheme", ":authority", ":path", ":protocol"]);
 
-const BAD_VALUE_CHAR = /[\0\r\n]/;
-/** Other control characters (not HTAB): not field-vchar (RFC 9110 §5.5). */
-// deno-lint-ignore no-control-regex
-const CTL_VALUE_CHAR = /[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
-const DIGITS = /^[0-9]+$/;
 /**
  * An authority a server can act on (RFC 3986 §3.2, no userinfo): an IP
  * literal in brackets, or a host name or IPv4 address of letters, digits and
@@ -76,63 +48,23 @@ function fail(field: string, message: string): never {
   throw new MalformedMessageError(field, message);
 }
 
-/** RFC 9114 §4.2: lowercase token characters only. */
-function checkName(name: string): void {
-  if (name.length === 0) fail(name, "empty field name (RFC 9114 §4.2)");
-  if (isToken(name, NAME_CHAR)) return;
-  if (isToken(name)) fail(name, `uppercase field name "${name}" (RFC 9114 §4.2)`);
-  fail(name, `invalid character in field name ${JSON.stringify(name)} (RFC 9114 §4.2, §10.3)`);
-}
-
-/** RFC 9114 §4.2, §10.3 with RFC 9110 §5.5: no NUL/CR/LF or other CTLs but HTAB, no leading/trailing whitespace. */
+/** A pseudo-header's value: the value rules of any field (RFC 9114 §4.2, §10.3). */
 function checkValue(name: string, value: string): void {
-  if (value.length === 0) return;
-  if (BAD_VALUE_CHAR.test(value)) {
-    fail(name, `NUL, CR or LF in the value of ${name} (RFC 9114 §10.3)`);
-  }
-  if (CTL_VALUE_CHAR.test(value)) {
-    fail(name, `control character in the value of ${name} (RFC 9110 §5.5)`);
-  }
-  const first = value.charCodeAt(0);
-  const last = value.charCodeAt(value.length - 1);
-  if (first === 0x20 || first === 0x09 || last === 0x20 || last === 0x09) {
-    fail(name, `leading or trailing whitespace in the value of ${name} (RFC 9110 §5.5)`);
-  }
+  const why = fieldValueError(name, value);
+  if (why !== null) fail(name, why);
 }
 
-/**
- * Shared checks for a regular field: name/value syntax, connection-specific
- * fields, TE. Returns nothing; throws on violation.
- */
+/** A regular field: name and value syntax, connection-specific fields, TE (RFC 9114 §4.2). */
 function checkRegular(name: string, value: string): void {
-  checkName(name);
-  checkValue(name, value);
-  if (CONNECTION_SPECIFIC.has(name)) {
-    fail(name, `connection-specific field ${name} (RFC 9114 §4.2)`);
-  }
-  if (name === "te" && value.toLowerCase() !== "trailers") {
-    fail(name, `TE may only be "trailers" (RFC 9114 §4.2)`);
-  }
+  const why = regularFieldError(name, value);
+  if (why !== null) fail(name, why);
 }
 
-/**
- * Folds one Content-Length field value into the running value. Repeated
- * identical values (in separate fields or a comma list) are merged; differing
- * or non-numeric values are malformed (RFC 9110 §8.6, RFC 9114 §4.1.2).
- */
-function mergeContentLength(current: number | undefined, value: string): number {
-  let result = current;
-  for (const part of value.split(",")) {
-    const v = part.trim();
-    if (!DIGITS.test(v)) fail("content-length", `invalid content-length ${JSON.stringify(value)}`);
-    const n = Number(v);
-    if (!Number.isSafeInteger(n)) fail("content-length", `content-length too large: ${v}`);
-    if (result !== undefined && result !== n) {
-      fail("content-length", `conflicting content-length values ${result} and ${n}`);
-    }
-    result = n;
-  }
-  return result!;
+/** Folds one Content-Length value into the running one (RFC 9110 §8.6, RFC 9114 §4.1.2). */
+function contentLengthOf(current: number | undefined, value: string): number {
+  const merged = mergeContentLength(current ?? -1, value);
+  if (typeof merged === "string") fail("content-length", merged);
+  return merged;
 }
 
 /**
@@ -189,7 +121,7 @@ export function validateRequestFields(
       if (host !== undefined) fail(name, "repeated host field (RFC 9114 §4.3.1)");
       host = value;
     } else if (name === "content-length") {
-      contentLength = mergeContentLength(contentLength, value);
+      contentLength = contentLengthOf(contentLength, value);
     }
     regular.push([name, value]);
   }
@@ -279,78 +211,6 @@ export function validateTrailerFields(fields: Array<[string, string]>): Array<[s
     }
   }
   return fields;
-}
-
-/**
- * Validates a response header section (RFC 9114 §4.3.2): exactly one
- * `:status` of three digits, before the regular fields, and no other
- * pseudo-header.
- */
-export function validateResponseFields(fields: Array<[string, string]>): ResponseHead {
-  let status: string | undefined;
-  let contentLength: number | undefined;
-  const regular: Array<[string, string]> = [];
-  for (const [name, value] of fields) {
-    if (name.charCodeAt(0) === 0x3a) {
-      if (regular.length > 0) {
-        fail(name, `pseudo-header ${name} after a regular field (RFC 9114 §4.3)`);
-      }
-      if (name !== ":status") {
-        fail(name, `pseudo-header ${name} is not allowed in a response (RFC 9114 §4.3.2)`);
-      }
-      if (status !== undefined) fail(name, "repeated :status (RFC 9114 §4.3.2)");
-      status = value;
-      continue;
-    }
-    checkRegular(name, value);
-    if (name === "content-length") contentLength = mergeContentLength(contentLength, value);
-    regular.push([name, value]);
-  }
-  if (status === undefined) fail(":status", "missing :status (RFC 9114 §4.3.2)");
-  if (!/^[1-5][0-9][0-9]$/.test(status)) {
-    fail(":status", `invalid :status ${JSON.stringify(status)} (RFC 9110 §15)`);
-  }
-  const head: ResponseHead = { status: Number(status), fields: regular };
-  if (contentLength !== undefined) head.contentLength = contentLength;
-  return head;
-}
-
-/**
- * Validates the final response head of an HTTP/2 backend, as the upstream
- * transports hand it over (status apart, pseudo-headers removed), with the
- * rules {@link validateResponseFields} applies: the status is a final one,
- * 200-599 (RFC 9110 §15: three digits 100-599; a 1xx head is never final,
- * RFC 9113 §8.1; 101 has no place in HTTP/2 or HTTP/3, RFC 9113 §8.6), no
- * pseudo-header is left, and every field is well formed and not
- * connection-specific (RFC 9113 §8.2, RFC 9114 §4.2). Allocates nothing;
- * returns the Content-Length, if any. Throws {@link MalformedMessageError}.
- *
- * @example
- * ```ts
- * validateResponseHead(200, [["content-length", "2"]]); // 2
- * validateResponseHead(600, []); // throws: invalid :status
- * ```
- */
-export function validateResponseHead(
-  status: number,
-  fields: ReadonlyArray<readonly [string, string]>,
-): number | undefined {
-  if (!Number.isInteger(status) || status < 100 || status > 599) {
-    fail(":status", `invalid :status ${status} (RFC 9110 §15)`);
-  }
-  if (status === 101) fail(":status", ":status 101 is not allowed (RFC 9113 §8.6)");
-  if (status < 200) {
-    fail(":status", `informational :status ${status} as the final response (RFC 9113 §8.1)`);
-  }
-  let contentLength: number | undefined;
-  for (const [name, value] of fields) {
-    if (name.charCodeAt(0) === 0x3a) {
-      fail(name, `pseudo-header ${name} in a response (RFC 9113 §8.3)`);
-    }
-    checkRegular(name, value);
-    if (name === "content-length") contentLength = mergeContentLength(contentLength, value);
-  }
-  return contentLength;
 }
 
 /**

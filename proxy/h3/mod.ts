@@ -1,7 +1,9 @@
 /**
  * Sans-IO HTTP/3 codec (RFC 9114): varints, frames, SETTINGS, stream parsers
- * and message validation. No I/O, no timers; nothing imported from outside
- * `proxy/h3/`.
+ * and request message validation. No I/O, no timers; it imports nothing
+ * outside `proxy/h3/` but the HTTP rules of `proxy/http/` and what QPACK
+ * shares with HPACK (`proxy/hpack_common/`). The HTTP semantics themselves
+ * (heads, field rules, response validation) are `proxy/http/`'s.
  *
  * @example
  * ```ts
@@ -21,7 +23,6 @@ export * from "./settings.ts";
 export * from "./frames.ts";
 export * from "./streams.ts";
 export * from "./message.ts";
-export * from "./fields.ts";
 
 // QPACK (RFC 9204)
 export * from "./qpack/mod.ts";

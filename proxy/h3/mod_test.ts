@@ -29,7 +29,6 @@ Deno.test("mod.ts re-exports the codec's public surface", () => {
       "RequestStreamParser",
       "validateRequestFields",
       "validateTrailerFields",
-      "validateResponseFields",
       "BodyLengthTracker",
     ]
   ) {

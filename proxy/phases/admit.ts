@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import type { RequestHead } from "../h3/mod.ts";
+ * import type { RequestHead } from "../http/mod.ts";
  * declare const head: RequestHead;
  *
  * const path = head.path ?? "/";
@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { RequestHead } from "../h3/mod.ts";
+import type { RequestHead } from "../http/mod.ts";
 import { checkAuthority, checkRequestTarget } from "../router/request_target.ts";
 
 /** Why the proxy answers a request itself: the status, the JSON body's `error`, and a message. */

@@ -21,8 +21,7 @@
  * @module
  */
 
-import { MalformedMessageError } from "../h3/errors.ts";
-import { validateResponseHead } from "../h3/message.ts";
+import { validateResponseHead } from "../http/mod.ts";
 import { errorResponse } from "../server/error_response.ts";
 import type { IncomingRequest, OutgoingResponse } from "../server/types.ts";
 import { downstreamResponseFields } from "../upstream/headers.ts";
@@ -41,17 +40,13 @@ export function refuse(req: IncomingRequest, refusal: Refusal): OutgoingResponse
 }
 
 /**
- * Checks the backend's response head (RFC 9113 §8.2, §8.3, RFC 9110 §15);
- * returns why it may not be forwarded, or `null`.
+ * Checks the backend's response head with the one definition of a valid
+ * head (`http/response.ts`: RFC 9113 §8.2, §8.3, RFC 9110 §15), whichever
+ * client carried it; returns why it may not be forwarded, or `null`.
  */
 export function invalidResponse(res: UpstreamResponse): string | null {
-  try {
-    validateResponseHead(res.status, res.headers);
-    return null;
-  } catch (err) {
-    if (err instanceof MalformedMessageError) return err.message;
-    throw err;
-  }
+  const checked = validateResponseHead(res.status, res.headers);
+  return typeof checked === "string" ? checked : null;
 }
 
 /** The backend's answer as the client gets it; `upstreamMs`: from sending to its head. */

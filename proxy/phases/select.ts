@@ -9,7 +9,7 @@
  *
  * @example
  * ```ts
- * import type { RequestHead } from "../h3/mod.ts";
+ * import type { RequestHead } from "../http/mod.ts";
  * import type { PoolContext } from "./pool.ts";
  * declare const pool: PoolContext;
  * declare const health: BackendHealth;
@@ -25,7 +25,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { BackendRef, BalanceRequest } from "../balancer/mod.ts";
-import type { RequestHead } from "../h3/mod.ts";
+import type { RequestHead } from "../http/mod.ts";
 import type { HealthReport } from "../upstream/outcome.ts";
 import { type Refusal, refusal } from "./admit.ts";
 import type { PoolContext, PoolState } from "./pool.ts";

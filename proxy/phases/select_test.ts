@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { ConfigSchema } from "../config/schema.ts";
-import type { RequestHead } from "../h3/mod.ts";
+import type { RequestHead } from "../http/mod.ts";
 import { buildPools, PoolState } from "./pool.ts";
 import { availability, type BackendHealth, noCandidate, selectCandidates } from "./select.ts";
 

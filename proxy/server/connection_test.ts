@@ -197,7 +197,7 @@ Deno.test("a handler that throws → 500", async () => {
   await served;
 });
 
-Deno.test("DESIGN §2: a response body that breaks ends with a malformed trailer section", async () => {
+Deno.test("docs/architecture.md §4: a response body that breaks ends with a malformed trailer section", async () => {
   const { client, served } = setup(() =>
     Promise.resolve<OutgoingResponse>({
       status: 200,

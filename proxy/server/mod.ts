@@ -41,5 +41,5 @@ export type { StreamContext } from "./request_stream.ts";
 export { errorResponse } from "./error_response.ts";
 export { RequestEnd, requestEnd, type RequestEndKind, requestEndMessage } from "./request_end.ts";
 export { RequestBodyTooLarge, RequestIdleTimeout, ResponseIdleTimeout } from "./body_io.ts";
-export type { RequestHead } from "../h3/mod.ts";
+export type { RequestHead } from "../http/mod.ts";
 export type { PeerAddr } from "../quic/transport.ts";

@@ -21,7 +21,6 @@
 import { getLogger } from "@logtape/logtape";
 import { deadline, idleWatch } from "../../shared/deadline.ts";
 import {
-  allowedInTrailers,
   BodyLengthTracker,
   encodeFrame,
   encodeHeadersAndData,
@@ -29,15 +28,13 @@ import {
   FrameType,
   H3Code,
   H3Error,
-  HOP_BY_HOP,
   MalformedMessageError,
   type RequestEvent,
-  type RequestHead,
   RequestStreamParser,
-  responseHasNoBody,
   validateRequestFields,
   validateTrailerFields,
 } from "../h3/mod.ts";
+import { allowedInTrailers, HOP_BY_HOP, type RequestHead, responseHasNoBody } from "../http/mod.ts";
 import type { BidiStream, PeerAddr } from "../quic/transport.ts";
 import {
   chunkReader,

@@ -8,7 +8,7 @@
  */
 
 import { idleWatch } from "../../shared/deadline.ts";
-import { type RequestHead, responseHasNoBody } from "../h3/mod.ts";
+import { type RequestHead, responseHasNoBody } from "../http/mod.ts";
 import { errorResponse } from "./error_response.ts";
 import { StreamShare } from "./stream_share.ts";
 import type { IncomingRequest, OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { RequestHead } from "../h3/mod.ts";
+import type { RequestHead } from "../http/mod.ts";
 import type { PeerAddr } from "../quic/transport.ts";
 
 /** A decoded, validated request whose body streams from the client. */

@@ -15,7 +15,7 @@ import {
   encodeLiteralStaticNameRef,
   encodeSectionPrefix,
   encodeSetCapacity,
-} from "../../proxy/h3/mod.ts";
+} from "../../proxy/h3/qpack/_test_util.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";

@@ -189,6 +189,14 @@ export interface EvilPeer {
   sleep(ms: number): Promise<void>;
 }
 
+/** A frame the backend read, as {@link EvilCase.onFrame} sees it. */
+export interface EvilFrame {
+  readonly type: number;
+  readonly flags: number;
+  readonly streamId: number;
+  readonly payload: Uint8Array;
+}
+
 /** One misbehaviour and what the proxy must answer for it. */
 export interface EvilCase {
   /** Short id (also the pool name and path prefix in the fault test). */
@@ -208,11 +216,90 @@ export interface EvilCase {
    * be decoded).
    */
   readonly answer?: (peer: EvilPeer, streamId: number, head: RequestHead) => Promise<void>;
+  /** Sees every frame the backend reads, in order, as it reads it (it must not block). */
+  readonly onFrame?: (peer: EvilPeer, frame: EvilFrame) => void;
+  /** The request the client sends (default: a GET without a body). */
+  readonly request?: { readonly method: string; readonly bodyBytes: number };
 }
 
 /** RFC 9113 §7 error codes the cases use. */
 const PROTOCOL_ERROR = 0x1;
 const NO_ERROR = 0x0;
+const FLOW_CONTROL_ERROR = 0x3;
+
+/** The connection window every HTTP/2 connection starts with (RFC 9113 §6.9.2). */
+const INITIAL_CONNECTION_WINDOW = 65_535;
+
+/**
+ * A backend that grants a stream window of 1 MiB (SETTINGS and
+ * WINDOW_UPDATE) but leaves the connection's at 65,535 octets until the
+ * client has used it all and sent nothing more for 300 ms: a client that
+ * sends past the connection window gets GOAWAY FLOW_CONTROL_ERROR (RFC 9113
+ * §6.9.1), as a strict server answers. It answers 200 once the body ended.
+ */
+function connectionWindowCase(): EvilCase {
+  const conns = new WeakMap<EvilPeer, { received: number; granted: number; broken: boolean }>();
+  const ends = new WeakMap<EvilPeer, Map<number, PromiseWithResolvers<void>>>();
+  const bodyEnd = (p: EvilPeer, id: number) => {
+    const map = ends.get(p) ?? new Map<number, PromiseWithResolvers<void>>();
+    ends.set(p, map);
+    if (!map.has(id)) map.set(id, Promise.withResolvers<void>());
+    return map.get(id)!;
+  };
+  const data = (p: EvilPeer, f: EvilFrame) => {
+    const st = conns.get(p) ?? { received: 0, granted: 0, broken: false };
+    conns.set(p, st);
+    st.received += f.payload.length;
+    if (st.broken) return;
+    if (st.received > INITIAL_CONNECTION_WINDOW + st.granted) {
+      st.broken = true;
+      const why = ENC.encode(`${st.received} octets past a connection window of 65,535`);
+      void p.write(frame(
+        FrameType.GOAWAY,
+        0,
+        0,
+        new Uint8Array([
+          ...goawayPayload(0x7fffffff, FLOW_CONTROL_ERROR),
+          ...why,
+        ]),
+      )).then(() => p.close());
+      return;
+    }
+    if (st.received === INITIAL_CONNECTION_WINDOW && st.granted === 0) {
+      // Used up: whatever comes before the grant is an overrun.
+      void p.sleep(300).then(() => {
+        if (st.broken) return;
+        st.granted = 1 << 20;
+        return p.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(st.granted)));
+      });
+    }
+    if (f.flags & Flag.END_STREAM) bodyEnd(p, f.streamId).resolve();
+  };
+  return {
+    name: "control_connection_window",
+    description:
+      "a stream window of 1 MiB but the connection's 65,535 octets: a 200,000-byte request body waits for the connection's WINDOW_UPDATE (RFC 9113 §6.9.1; an overrun is FLOW_CONTROL_ERROR)",
+    expect: 200,
+    request: { method: "POST", bodyBytes: 200_000 },
+    onConnect: (p) =>
+      p.write(
+        frame(
+          FrameType.SETTINGS,
+          0,
+          0,
+          settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 1 << 20]]),
+        ),
+      ),
+    onFrame: (p, f) => {
+      if (f.type === FrameType.DATA) data(p, f);
+    },
+    answer: async (p, id) => {
+      await p.write(frame(FrameType.WINDOW_UPDATE, 0, id, u32((1 << 20) - 65_535)));
+      await bodyEnd(p, id).promise;
+      await p.write(...okAnswer(id));
+    },
+  };
+}
 
 /**
  * The corpus. Each case breaks exactly one rule on an otherwise well-behaved
@@ -240,6 +327,22 @@ export const EVIL_CASES: readonly EvilCase[] = [
         headersFrame(id, [[":status", "103"], ["link", "</a.css>; rel=preload"]], false),
         ...okAnswer(id),
       ),
+  },
+  // #32: a client whose sendData forgets the connection window (the mutant
+  // drops it from the minimum) sends the whole body at once and gets a 502.
+  connectionWindowCase(),
+  // #32: a client without the bound on frames that carry nothing (the mutant
+  // disables it) answers 200 after the flood.
+  {
+    name: "idle_frame_flood",
+    description:
+      "10,001 frames of an unknown type in a row, then the answer: a flood of frames that carry nothing (the client's bound is 10,000; ENHANCE_YOUR_CALM)",
+    expect: 502,
+    answer: (p, id) => {
+      const flood = new Uint8Array(9 * 10_001);
+      for (let i = 0; i < 10_001; i++) flood.set(frame(0xfa, 0, id, new Uint8Array(0)), i * 9);
+      return p.write(flood, ...okAnswer(id));
+    },
   },
   {
     name: "push_promise",
@@ -792,6 +895,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
             0x7fffffff;
           const payload = pending.slice(9, 9 + len);
           pending = pending.subarray(9 + len);
+          evil.onFrame?.(peer, { type, flags, streamId: sid, payload });
           if (type === FrameType.SETTINGS && (flags & Flag.ACK) === 0) {
             await peer.write(frame(FrameType.SETTINGS, Flag.ACK, 0, new Uint8Array(0)));
           } else if (type === FrameType.PING && (flags & Flag.ACK) === 0) {

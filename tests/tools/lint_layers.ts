@@ -6,8 +6,9 @@
  * Rules on imports (tests are the `*_test.ts` and `*_bench.ts` files and
  * everything under `tests/`):
  * - the sans-IO codecs `proxy/h3/` and `proxy/h2/` import nothing outside
- *   themselves but `proxy/hpack_common/` (what HPACK and QPACK share), which
- *   imports nothing outside itself (tests excepted);
+ *   themselves but `proxy/http/` (HTTP semantics) and `proxy/hpack_common/`
+ *   (what HPACK and QPACK share), each of which imports nothing outside
+ *   itself (tests excepted);
  * - `payments/domain/` imports only `shared/` and itself among the project's
  *   files (tests excepted);
  * - `shared/` imports neither `proxy/` nor `payments/`;
@@ -16,8 +17,8 @@
  * - nothing imports a `main.ts`, except a test beside it.
  *
  * Rules on text (a call is no import), for `proxy/`, `payments/` and `shared/`:
- * - `proxy/h3/`, `proxy/h2/` and `proxy/hpack_common/` touch no `Deno.*` API
- *   (tests excepted);
+ * - `proxy/h3/`, `proxy/h2/`, `proxy/http/` and `proxy/hpack_common/` touch
+ *   no `Deno.*` API (tests excepted);
  * - only `main.ts` files, `proxy/quic/`, tests and examples touch the unstable
  *   QUIC and KV APIs (`Deno.createHttpClient` is stable in Deno 2).
  *
@@ -68,6 +69,10 @@ const KNOWN: readonly { from: string; to: string; why: string }[] = [
 const CODECS = ["proxy/h3/", "proxy/h2/"] as const;
 /** What the codecs share (Huffman code, prefixed integers, byte strings). */
 const SHARED_CODEC = "proxy/hpack_common/";
+/** HTTP semantics whatever the version (heads, field rules, response validation). */
+const HTTP = "proxy/http/";
+/** Folders that import nothing outside themselves (tests excepted). */
+const SELF_CONTAINED = [SHARED_CODEC, HTTP] as const;
 
 const UNSTABLE =
   /\bnew\s+Deno\.QuicEndpoint\b|\bDeno\.(connectQuic|openKv|upgradeWebTransport)\s*[(<]/;
@@ -97,14 +102,15 @@ export function checkImport(edge: ImportEdge): Violation[] {
   const local = isLocal(to);
   const test = isTestOrBench(from);
   for (const codec of CODECS) {
-    if (
-      isUnder(from, codec) && !test && !(local && (isUnder(to, codec) || isUnder(to, SHARED_CODEC)))
-    ) {
-      add(`${codec.slice(0, -1)} imports only itself`); // and the shared piece
+    const allowed = local && [codec, ...SELF_CONTAINED].some((dir) => isUnder(to, dir));
+    if (isUnder(from, codec) && !test && !allowed) {
+      add(`${codec.slice(0, -1)} imports only itself`); // and the shared pieces
     }
   }
-  if (isUnder(from, SHARED_CODEC) && !test && !(local && isUnder(to, SHARED_CODEC))) {
-    add(`${SHARED_CODEC.slice(0, -1)} imports only itself`);
+  for (const dir of SELF_CONTAINED) {
+    if (isUnder(from, dir) && !test && !(local && isUnder(to, dir))) {
+      add(`${dir.slice(0, -1)} imports only itself`);
+    }
   }
   if (
     isUnder(from, "payments/domain/") && !test && local &&
@@ -139,7 +145,8 @@ export function checkImport(edge: ImportEdge): Violation[] {
 /** Checks one file's text against the rules on text that apply to its path. */
 export function checkText(file: string, text: string): Violation[] {
   const out: Violation[] = [];
-  const sansIo = [...CODECS, SHARED_CODEC].some((d) => isUnder(file, d)) && !isTestOrBench(file);
+  const sansIo = [...CODECS, ...SELF_CONTAINED].some((d) => isUnder(file, d)) &&
+    !isTestOrBench(file);
   const mayUseUnstable = basename(file) === "main.ts" || isUnder(file, "proxy/quic/") ||
     isTestOrBench(file) || isUnder(file, "examples/");
   text.split("\n").forEach((src, i) => {

@@ -24,6 +24,23 @@ Deno.test("lint:layers: proxy/h2 and proxy/h3 share only proxy/hpack_common/", (
   assert.equal(checkText("proxy/hpack_common/bytes.ts", "Deno.now()").length, 1);
 });
 
+Deno.test("lint:layers: proxy/http imports only itself; the codecs and the rest may import it", () => {
+  assert.deepEqual(rules("proxy/h3/message.ts", "proxy/http/mod.ts"), []);
+  assert.deepEqual(rules("proxy/h2/receive_stream.ts", "proxy/http/response.ts"), []);
+  assert.deepEqual(rules("proxy/phases/respond.ts", "proxy/http/mod.ts"), []);
+  assert.deepEqual(rules("proxy/http/response.ts", "proxy/http/fields.ts"), []);
+  assert.match(rules("proxy/http/fields.ts", "proxy/h3/errors.ts")[0], /http imports only itself/);
+  assert.match(
+    rules("proxy/http/fields.ts", "proxy/hpack_common/bytes.ts")[0],
+    /http imports only itself/,
+  );
+  assert.match(rules("proxy/http/fields.ts", "shared/bytes.ts")[0], /http imports only itself/);
+  assert.match(rules("proxy/http/fields.ts", "npm:zod@^4")[0], /http imports only itself/);
+  assert.deepEqual(rules("proxy/http/fields_test.ts", "proxy/h3/errors.ts"), []);
+  assert.equal(checkText("proxy/http/fields.ts", "Deno.now()").length, 1);
+  assert.equal(checkText("proxy/http/fields_test.ts", "Deno.now()").length, 0);
+});
+
 Deno.test("lint:layers: payments/domain imports only shared/ among the project's files", () => {
   assert.deepEqual(rules("payments/domain/money.ts", "shared/payments_schemas.ts"), []);
   assert.deepEqual(rules("payments/domain/money.ts", "node:crypto"), []);
@@ -99,6 +116,11 @@ export type Bytes = number | Conn;
 `,
   "tests/cli_test.ts": 'import "../proxy/main.ts";\n',
   "proxy/router/router.ts": 'export const r = 1;\nimport "./gone.ts";\n',
+  "proxy/http/fields.ts": `import {
+  now,
+} from "../h3/frames.ts";
+export const f = now;
+`,
 };
 
 Deno.test("lint:layers: each rule catches its violation in a project, wrapped imports included", async () => {
@@ -121,6 +143,7 @@ Deno.test("lint:layers: each rule catches its violation in a project, wrapped im
       "payments/store/kv.ts:5: unstable Deno API outside main.ts / proxy/quic/",
       'proxy/h3/frames.ts:4: proxy/h3 imports only itself (found "proxy/server/conn.ts")',
       "proxy/h3/frames.ts:5: proxy/h3 is sans-IO: no Deno.* API",
+      'proxy/http/fields.ts:3: proxy/http imports only itself (found "proxy/h3/frames.ts")',
       'proxy/server/conn.ts:3: proxy/ and payments/ do not import each other (found "payments/service.ts")',
       'shared/bytes.ts:3: shared/ imports neither proxy/ nor payments/ (found "proxy/server/conn.ts")',
       'tests/cli_test.ts:1: nothing imports a main.ts (but a test beside it) (found "proxy/main.ts")',

@@ -21,8 +21,9 @@ import {
   encodeLiteralWithLiteralName,
   encodeSectionPrefix,
   encodeSetCapacity,
-} from "./instructions.ts";
-import { hex, toHex } from "./_test_util.ts";
+  hex,
+  toHex,
+} from "./_test_util.ts";
 
 function isH3(code: number, scope: "stream" | "connection" = "connection") {
   return (e: unknown) => e instanceof H3Error && e.code === code && e.scope === scope;

@@ -7,8 +7,8 @@ import {
   encodeInsertCountIncrement,
   encodeSectionAck,
   encodeStreamCancel,
-} from "./instructions.ts";
-import { toHex } from "./_test_util.ts";
+  toHex,
+} from "./_test_util.ts";
 
 const DEC_STREAM = (e: unknown) =>
   e instanceof H3Error && e.code === H3Code.QPACK_DECODER_STREAM_ERROR && e.scope === "connection";

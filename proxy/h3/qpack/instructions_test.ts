@@ -15,8 +15,8 @@ import {
   encodeSectionPrefix,
   encodeSetCapacity,
   encodeStreamCancel,
-} from "./instructions.ts";
-import { toHex } from "./_test_util.ts";
+  toHex,
+} from "./_test_util.ts";
 
 Deno.test("RFC 9204 B.2/B.3/B.5: encoder instructions match the RFC bytes", () => {
   assert.equal(toHex(encodeSetCapacity(220)), "3fbd01");

@@ -40,4 +40,3 @@ export {
   writePrefixInt,
 } from "./prefix_int.ts";
 export type { PrefixInt } from "./prefix_int.ts";
-export * from "./instructions.ts";

@@ -13,7 +13,7 @@ import {
   encodeInsertWithNameRef,
   encodeSectionPrefix,
   encodeSetCapacity,
-} from "./instructions.ts";
+} from "./_test_util.ts";
 import { staticIndexOf, staticNameIndexOf } from "./static_table.ts";
 
 /** A typical Chromium navigation request (~16 field lines). */

@@ -16,7 +16,7 @@ import {
   encodeSectionPrefix,
   encodeSetCapacity,
   encodeStreamCancel,
-} from "./instructions.ts";
+} from "./_test_util.ts";
 import { rng } from "../_test_util.ts";
 
 const rand = rng(0x9204);
