@@ -49,8 +49,8 @@ interface Entry {
  *   response that is not a 5xx, {@link reportFailure} with the
  *   {@link PassiveFailureKind} (connect, reset, protocol error, invalid
  *   response, timeout, or a 500-599 answer). A client that left, a request
- *   the proxy could not express, and a lost upstream worker report nothing:
- *   they say nothing about the backend.
+ *   the proxy could not express, and a failure inside the proxy report
+ *   nothing: they say nothing about the backend.
  * - `consecutiveFailures` failures in a row, with no success between them,
  *   eject the backend for `ejectMs`: {@link isEjected} is true until then,
  *   and the balancer should skip it (`isAvailable = (id) =>

@@ -5,8 +5,8 @@
  * reading or reset the stream, the client's body failed (too large, too
  * slow, malformed, reset), the connection closed, the proxy shut down, or
  * the client took no response data for too long. The forwarder maps it to
- * the outcome (`upstream/outcome.ts`) and the transports to the message of
- * their `aborted` failure, from this reason alone: nothing else carries
+ * the outcome (`upstream/outcome.ts`) and the transport to the message of
+ * its `aborted` failure, from this reason alone: nothing else carries
  * it (the model is hyperium/h3's `RequestEnd` and its `recv_data()` errors).
  *
  * @example

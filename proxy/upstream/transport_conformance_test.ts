@@ -1,7 +1,8 @@
 /**
- * Conformance suite of the {@link UpstreamTransport} (DESIGN §5.4): what any
- * transport must do, run against the proxy's own (`h2_transport.ts`) and a
- * real loopback h2c backend (Deno's `node:http2` server, for raw control).
+ * Conformance suite of the {@link UpstreamTransport} (docs/architecture.md
+ * §7): what any transport must do, run against the proxy's own
+ * (`h2_transport.ts`) and a real loopback h2c backend (Deno's `node:http2`
+ * server, for raw control).
  * A timing bound here tells apart events far from each other (a timeout at
  * 300 ms against one that never fires), never two close ones.
  *
@@ -24,6 +25,7 @@ import {
 import { failure, jsMiB, MiB, request, text } from "./_test_util.ts";
 import { createH2Transport } from "./h2_transport.ts";
 import { UpstreamError, type UpstreamTransport } from "./transport.ts";
+import { sleep } from "../../tests/support/wait.ts";
 
 const TIMEOUT_MS = 300;
 /**
@@ -231,7 +233,6 @@ suite(
   async (t, b) => {
     const total = 64 * MiB;
     const bound = 8 * MiB;
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     // Down: the backend writes as fast as it is let; the reader takes 1 MiB and pauses.
     const progress = { written: 0 };
     b.route("/down", (stream) => patternSource(stream, total, progress));

@@ -147,8 +147,8 @@ Deno.test("headingAnchor follows GitHub: punctuation dropped, spaces to hyphens"
     "8-the-life-of-a-request-rule-by-rule",
   );
   assert.equal(
-    headingAnchor("The worker hop and the `node:http2` client"),
-    "the-worker-hop-and-the-nodehttp2-client",
+    headingAnchor("`deno task mutate`: the list of pinned guards"),
+    "deno-task-mutate-the-list-of-pinned-guards",
   );
   assert.equal(headingAnchor("0-RTT"), "0-rtt");
 });
