@@ -21,7 +21,13 @@
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "./config/schema.ts";
 import { createProxyApp, PoolState } from "./app.ts";
-import { HealthChecker, PassiveHealth, type ProbeFetch } from "./health/mod.ts";
+import {
+  backendsWithProbeHost,
+  HealthChecker,
+  PassiveHealth,
+  type ProbeFetch,
+} from "./health/mod.ts";
+import { probeExchangeOf } from "./health/probe_host.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { MetricsView } from "./metrics/prometheus.ts";
 import type { RequestHandler } from "./server/types.ts";
@@ -76,7 +82,7 @@ interface Generation {
  * change reverted before a restart is no longer listed). Everything else a
  * reload applies: routes, pools, backends, weights, health checks, load
  * balancing, `passive_health`, `limits.drain_timeout_ms`, `log` (by the
- * caller; see main.ts) and the certificate of HTTP/3.
+ * caller: `reload.ts`) and the certificate of HTTP/3.
  *
  * @example
  * ```ts
@@ -221,10 +227,12 @@ export class ProxyRuntime {
   }
 
   #build(config: Config): Generation {
-    const backends = Object.values(config.upstream).flatMap((u) => u.backends);
+    // Probes send the Host real requests send (the pool's set.host).
+    const backends = backendsWithProbeHost(config.upstream);
     const checker = new HealthChecker({
       backends,
       fetch: this.#opts.probeFetch,
+      exchange: probeExchangeOf(this.#opts.transport),
       userAgent: this.#opts.userAgent,
     });
     return {

@@ -27,6 +27,8 @@ export {
   type BackendTlsConfig,
   type Config,
   DEFAULT_HASH_KEY,
+  type HeaderRulesConfig,
+  type HeadersConfig,
   type HealthCheckConfig,
   type LimitsConfig,
   type ListenConfig,

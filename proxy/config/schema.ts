@@ -31,13 +31,15 @@ import {
   parseHashKey,
 } from "../balancer/hash_key.ts";
 import { parseCidr } from "../../shared/cidr.ts";
-import { isToken } from "../http/mod.ts";
+import { fieldNameError, fieldValueError, HOP_BY_HOP, isToken } from "../http/mod.ts";
 import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
 import type {
   AccessLogConfig,
   AdminConfig,
   BackendConfig,
   Config,
+  HeaderRulesConfig,
+  HeadersConfig,
   HealthCheckConfig,
   LimitsConfig,
   ListenConfig,
@@ -280,6 +282,121 @@ export const RouteConfigSchema = z.strictObject({
   }
 }, ALWAYS);
 
+/**
+ * True when `s` may be sent as a request's authority (`host` with an
+ * optional `:port`; IPv6 in brackets): a `route.host` that is no wildcard.
+ */
+export function isAuthority(s: string): boolean {
+  return !s.startsWith("*") && isRouteHost(s);
+}
+
+const AUTHORITY_MESSAGE =
+  "must be a host name or address with an optional :port (IPv6 in brackets), such as site.internal or [::1]:8080";
+
+/** Fields a `headers` rule may not touch: the proxy owns framing and the connection. */
+function isProxyOwnedField(name: string): boolean {
+  return HOP_BY_HOP.has(name) || name === "content-length";
+}
+
+/**
+ * Why the field `name` (as written) may not be named by a `headers` rule of
+ * `side` in `part` (`set`, `add`, `remove`), or null. The name and value
+ * rules are `http/fields.ts`'s, the one source of them.
+ */
+function ruleNameError(name: string, side: "request" | "response", part: string): string | null {
+  if (name.startsWith(":")) {
+    return "is a pseudo-header: it cannot be rewritten (headers.request.set.host sets :authority)";
+  }
+  const lower = name.toLowerCase();
+  const invalid = fieldNameError(lower);
+  if (invalid !== null) return `is no valid field name: ${invalid}`;
+  if (isProxyOwnedField(lower)) {
+    return "is connection-specific or frames the message (the proxy sets it): it cannot be rewritten";
+  }
+  if (lower === "host" && (side === "response" || part !== "set")) {
+    return side === "response"
+      ? "is a request field"
+      : "can only be set (set.host): a request has exactly one host";
+  }
+  return null;
+}
+
+/** Checks one `set` or `add` map of a `headers` rule; issues at `[part, name]`. */
+function checkRuleMap(
+  map: unknown,
+  side: "request" | "response",
+  part: "set" | "add",
+  ctx: z.RefinementCtx,
+): void {
+  if (!isRecord(map)) return;
+  const seen = new Map<string, string>();
+  for (const [name, value] of Object.entries(map)) {
+    const path = [part, name];
+    const why = ruleNameError(name, side, part);
+    if (why !== null) {
+      ctx.addIssue({ code: "custom", path, message: why });
+      continue;
+    }
+    const lower = name.toLowerCase();
+    const twin = seen.get(lower);
+    if (twin !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: `names the same field as ${twin} (names are case-insensitive)`,
+      });
+    }
+    seen.set(lower, name);
+    if (typeof value !== "string") continue;
+    const bad = lower === "host"
+      ? (isAuthority(value) ? null : AUTHORITY_MESSAGE)
+      : fieldValueError(lower, value);
+    if (bad !== null) ctx.addIssue({ code: "custom", path, message: bad });
+  }
+}
+
+const RULE_VALUE = z.string({ error: "must be a string (quote numbers and booleans)" });
+
+/**
+ * One side (`request` or `response`) of a pool's `headers`: `remove` (a
+ * list of names), then `set` (replaces), then `add` (appends). Names are
+ * lowercased; pseudo-headers, connection-specific fields and
+ * `content-length` are refused.
+ */
+function headerRulesSchema(side: "request" | "response") {
+  return z.strictObject({
+    set: z.record(z.string(), RULE_VALUE).default({}),
+    add: z.record(z.string(), RULE_VALUE).default({}),
+    remove: z.array(z.string({ error: "must be a field name" })).default([]),
+  }).superRefine((rules, ctx) => {
+    checkRuleMap(rules.set, side, "set", ctx);
+    checkRuleMap(rules.add, side, "add", ctx);
+    const remove: unknown = rules.remove;
+    if (!Array.isArray(remove)) return;
+    remove.forEach((name: unknown, index: number) => {
+      if (typeof name !== "string") return;
+      const why = ruleNameError(name, side, "remove");
+      if (why !== null) ctx.addIssue({ code: "custom", path: ["remove", index], message: why });
+    });
+  }, ALWAYS).transform((rules): HeaderRulesConfig => ({
+    set: lowercaseKeys(rules.set),
+    add: lowercaseKeys(rules.add),
+    remove: rules.remove.map((n) => n.toLowerCase()),
+  }));
+}
+
+function lowercaseKeys(map: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(map)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/** `headers` of a pool: rewriting of what the backend is sent and what the client gets. */
+export const HeadersConfigSchema = z.strictObject({
+  request: headerRulesSchema("request").optional(),
+  response: headerRulesSchema("response").optional(),
+}).transform((h): HeadersConfig => h);
+
 /** `health_check` of one backend, all fields defaulted. Times are milliseconds. */
 export const HealthCheckConfigSchema = z.strictObject({
   path: z.string().refine((p) => p.startsWith("/"), { message: 'must start with "/"' })
@@ -292,6 +409,8 @@ export const HealthCheckConfigSchema = z.strictObject({
   method: z.string().refine((m) => isToken(m) && m === m.toUpperCase(), {
     message: "must be an uppercase HTTP method token such as GET or HEAD",
   }).default("GET"),
+  /** `Host` (`:authority`) of the probes; default the pool's `headers.request.set.host`, else the address. */
+  host: z.string().refine(isAuthority, { message: AUTHORITY_MESSAGE }).optional(),
 });
 
 /**
@@ -334,6 +453,8 @@ export const UpstreamConfigSchema = z.strictObject({
    * TLS handshake and the backend's first SETTINGS), in milliseconds.
    */
   connect_timeout_ms: positiveInt("milliseconds").default(10000),
+  /** Field rewriting: `request` (what the backend is sent) and `response` (what the client gets). */
+  headers: HeadersConfigSchema.optional(),
 });
 
 /**

@@ -68,6 +68,8 @@ export interface HealthCheckConfig {
   cooldown_ms: number;
   /** Probe method, an uppercase HTTP token. */
   method: string;
+  /** `Host` (`:authority`) of the probes; default the pool's `headers.request.set.host`, else the address. */
+  host?: string;
 }
 
 /** `tls` of a backend (`true` in the file is `{}`): HTTP/2 over TLS with ALPN h2. */
@@ -92,6 +94,28 @@ export interface BackendConfig {
   tls?: BackendTlsConfig;
 }
 
+/**
+ * One side of a pool's `headers`, names lowercased. Applied in this order:
+ * `remove`, then `set` (replaces every field of the name), then `add`
+ * (appends a field).
+ */
+export interface HeaderRulesConfig {
+  /** Fields set, replacing any of the same name; `host` (request only) sets the upstream authority. */
+  set: Record<string, string>;
+  /** Fields appended, after those already there. */
+  add: Record<string, string>;
+  /** Names of fields removed. */
+  remove: string[];
+}
+
+/** `headers` of a pool. */
+export interface HeadersConfig {
+  /** Rewriting of the request the backend is sent. */
+  request?: HeaderRulesConfig;
+  /** Rewriting of the backend's response, as the client gets it. */
+  response?: HeaderRulesConfig;
+}
+
 /** One pool of `upstream`. */
 export interface UpstreamConfig {
   /** Which requests the pool serves. */
@@ -107,6 +131,8 @@ export interface UpstreamConfig {
    * TLS handshake and the backend's first SETTINGS), in milliseconds.
    */
   connect_timeout_ms: number;
+  /** Field rewriting of the pool's requests and responses; none when absent. */
+  headers?: HeadersConfig;
 }
 
 /** `log`: level and optional file output. */

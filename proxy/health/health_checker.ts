@@ -6,6 +6,7 @@
  */
 
 import { getLogger } from "@logtape/logtape";
+import { parseHostPort } from "../config/schema.ts";
 import { HealthState } from "./health_state.ts";
 import {
   type Clock,
@@ -55,6 +56,34 @@ export interface HealthTransitionEvent {
   readonly reason?: string;
 }
 
+/** A probe as {@link ProbeExchange} sends it. */
+export interface ProbeExchangeRequest {
+  /** The backend's `host:port`. */
+  readonly address: string;
+  /** The backend's `tls`, as real requests use it (SNI `server_name`, else the address's host). */
+  readonly tls: { readonly ca?: string; readonly server_name?: string };
+  /** Probe method. */
+  readonly method: string;
+  /** Probe path. */
+  readonly path: string;
+  /** `:authority` of the probe (`health_check.host`). */
+  readonly authority: string;
+  /** `User-Agent` of the probe. */
+  readonly userAgent: string;
+  /** Time the probe may take, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Aborted when the probe times out or the checker stops. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Sends a probe over the proxy's own HTTP/2 client and resolves to its
+ * status (the body is not wanted). Used for backends over TLS with a probe
+ * `host`: `fetch` can name another authority than the address only over
+ * h2c (its TCP `proxy` carries no TLS).
+ */
+export type ProbeExchange = (probe: ProbeExchangeRequest) => Promise<number>;
+
 /** Options of {@link HealthChecker}. */
 export interface HealthCheckerOptions {
   /** The backends; ids must be unique (later duplicates are ignored). */
@@ -75,6 +104,12 @@ export interface HealthCheckerOptions {
   readonly userAgent: string;
   /** Called on every state change (after it is logged). Exceptions are logged and ignored. */
   readonly onTransition?: (ev: HealthTransitionEvent) => void;
+  /**
+   * Probes of backends over TLS with a probe `host` go through this; without
+   * it such a probe names the backend's address (`fetch` cannot send another
+   * authority over TLS).
+   */
+  readonly exchange?: ProbeExchange;
 }
 
 /** Outcome of one probe. */
@@ -91,6 +126,15 @@ interface Target {
   client: Deno.HttpClient | undefined;
   /** PEM file of the CA a client of this target's own trusts (made at start, closed at stop). */
   readonly caFile: string | undefined;
+  /**
+   * With a probe `host`: where the target's own client connects (the URL
+   * names the host, so that HTTP/2 sends it as `:authority`).
+   */
+  readonly dial: { readonly hostname: string; readonly port: number } | undefined;
+  /** Whether the checker makes this target a client of its own (at start) and closes it (at stop). */
+  readonly ownsClient: boolean;
+  /** Set when the probes go through the checker's {@link ProbeExchange} (TLS with a probe host). */
+  readonly exchange: Omit<ProbeExchangeRequest, "userAgent" | "signal"> | undefined;
   readonly state: HealthState;
   timer: unknown;
   inflight: Promise<void> | undefined;
@@ -103,7 +147,11 @@ interface Target {
  * to `http://<address><path>` with `Host: <address>` and the configured
  * `User-Agent`, aborted after `timeout_ms`, redirects not followed. Over
  * HTTP/2 the host travels as `:authority` (RFC 9113 §8.3.1), taken from the
- * same URL. A 2xx status is a success, anything else (other status,
+ * same URL. With `health_check.host`, the URL names that host instead
+ * (`http://<host><path>`, `Host: <host>`) and the target gets a client of
+ * its own that connects to the address whatever the URL names; over TLS
+ * such a probe goes through the {@link ProbeExchange} given (the proxy's
+ * own client, with the backend's `server_name`). A 2xx status is a success, anything else (other status,
  * connection error, timeout) a failure. The body is never read: it is
  * cancelled.
  *
@@ -147,6 +195,7 @@ export class HealthChecker {
   readonly #clearTimeout: (handle: never) => void;
   readonly #userAgent: string;
   readonly #onTransition: ((ev: HealthTransitionEvent) => void) | undefined;
+  readonly #exchange: ProbeExchange | undefined;
   #ownClient: Deno.HttpClient | undefined;
   #running = false;
   /** Bumped by stop(): results of probes started before are discarded. */
@@ -165,6 +214,7 @@ export class HealthChecker {
       ((id: never) => clearTimeout(id as ReturnType<typeof setTimeout>));
     this.#userAgent = opts.userAgent;
     this.#onTransition = opts.onTransition;
+    this.#exchange = opts.exchange;
     for (const b of opts.backends) {
       if (this.#targets.has(b.id)) continue;
       if (b.health_check === undefined) {
@@ -176,13 +226,36 @@ export class HealthChecker {
         if (!(v > 0) || !Number.isFinite(v)) throw new RangeError(`${name} must be > 0`);
       }
       const path = hc.path.startsWith("/") ? hc.path : `/${hc.path}`;
+      const method = hc.method.toUpperCase();
+      // Over TLS a probe host needs the exchange; without it the address is named.
+      const named = hc.host !== undefined && (b.tls === undefined || opts.exchange !== undefined)
+        ? hc.host
+        : undefined;
+      const host = named ?? b.address;
+      const caFile = b.client === undefined ? b.tls?.ca : undefined;
+      const dial = b.client === undefined && named !== undefined && b.tls === undefined
+        ? dialOf(b.address)
+        : undefined;
+      const exchange = named !== undefined && b.tls !== undefined
+        ? {
+          address: b.address,
+          tls: b.tls,
+          method,
+          path,
+          authority: named,
+          timeoutMs: hc.timeout_ms,
+        }
+        : undefined;
       this.#targets.set(b.id, {
         id: b.id,
-        url: `${b.tls ? "https" : "http"}://${b.address}${path}`,
-        host: b.address,
-        hc: { ...hc, method: hc.method.toUpperCase() },
+        url: `${b.tls ? "https" : "http"}://${host}${path}`,
+        host,
+        exchange,
+        hc: { ...hc, method },
         client: b.client,
-        caFile: b.client === undefined ? b.tls?.ca : undefined,
+        caFile,
+        dial,
+        ownsClient: caFile !== undefined || dial !== undefined,
         state: new HealthState(hc),
         timer: undefined,
         inflight: undefined,
@@ -200,13 +273,8 @@ export class HealthChecker {
       this.#ownClient = Deno.createHttpClient({ http1: false, http2: true });
     }
     for (const t of this.#targets.values()) {
-      if (t === null || t.caFile === undefined || t.client !== undefined) continue;
-      try {
-        const ca = Deno.readTextFileSync(t.caFile);
-        t.client = Deno.createHttpClient({ http1: false, http2: true, caCerts: [ca] });
-      } catch {
-        // Unreadable CA: the probes fail their TLS check and say so.
-      }
+      if (t === null || !t.ownsClient || t.client !== undefined) continue;
+      t.client = targetClient(t);
     }
     for (const t of this.#targets.values()) {
       if (t !== null && t.timer === undefined && t.inflight === undefined) this.#probe(t);
@@ -237,7 +305,7 @@ export class HealthChecker {
       this.#ownClient = undefined;
     }
     for (const t of this.#targets.values()) {
-      if (this.#running || t === null || t.caFile === undefined || t.client === undefined) continue;
+      if (this.#running || t === null || !t.ownsClient || t.client === undefined) continue;
       t.client.close();
       t.client = undefined;
     }
@@ -261,7 +329,7 @@ export class HealthChecker {
 
   #needsOwnClient(): boolean {
     for (const t of this.#targets.values()) {
-      if (t !== null && t.client === undefined && t.caFile === undefined) return true;
+      if (t !== null && t.client === undefined && !t.ownsClient) return true;
     }
     return false;
   }
@@ -295,23 +363,9 @@ export class HealthChecker {
       controller.abort(new DOMException(`timeout after ${t.hc.timeout_ms} ms`, "TimeoutError"));
     }, t.hc.timeout_ms);
     try {
-      const init: ProbeInit = {
-        method: t.hc.method,
-        headers: { "host": t.host, "user-agent": this.#userAgent },
-        signal: controller.signal,
-        redirect: "manual",
-      };
-      const client = t.client ?? this.#ownClient;
-      if (client !== undefined) init.client = client;
-      const fetchFn = this.#fetch ?? fetch;
-      const res = await fetchFn(t.url, init);
-      try {
-        await res.body?.cancel();
-      } catch {
-        // The status is all we need; a body that fails to cancel does not matter.
-      }
-      if (res.status >= 200 && res.status < 300) return { ok: true };
-      return { ok: false, reason: `status ${res.status}` };
+      const status = await this.#send(t, controller.signal);
+      if (status >= 200 && status < 300) return { ok: true };
+      return { ok: false, reason: `status ${status}` };
     } catch (err) {
       if (timedOut) return { ok: false, reason: `timeout after ${t.hc.timeout_ms} ms` };
       return { ok: false, reason: describeError(err) };
@@ -319,6 +373,29 @@ export class HealthChecker {
       this.#clearTimeout(timer as never);
       t.controller = undefined;
     }
+  }
+
+  /** Sends one probe of `t` and resolves to its status; the body is cancelled unread. */
+  async #send(t: Target, signal: AbortSignal): Promise<number> {
+    if (t.exchange !== undefined && this.#exchange !== undefined) {
+      return await this.#exchange({ ...t.exchange, userAgent: this.#userAgent, signal });
+    }
+    const init: ProbeInit = {
+      method: t.hc.method,
+      headers: { "host": t.host, "user-agent": this.#userAgent },
+      signal,
+      redirect: "manual",
+    };
+    const client = t.client ?? this.#ownClient;
+    if (client !== undefined) init.client = client;
+    const fetchFn = this.#fetch ?? fetch;
+    const res = await fetchFn(t.url, init);
+    try {
+      await res.body?.cancel();
+    } catch {
+      // The status is all we need; a body that fails to cancel does not matter.
+    }
+    return res.status;
   }
 
   #record(t: Target, result: ProbeResult): void {
@@ -356,6 +433,30 @@ export class HealthChecker {
       });
     }
   }
+}
+
+/** Where a target probed under another host name connects: its address. */
+function dialOf(address: string): { hostname: string; port: number } | undefined {
+  const parsed = parseHostPort(address);
+  return parsed === null ? undefined : { hostname: parsed.host, port: parsed.port };
+}
+
+/**
+ * A target's own HTTP/2 client: trusting its CA file (an unreadable one is
+ * left out: the probes then fail their TLS check and say so), connecting to
+ * its address when the URL names another host.
+ */
+function targetClient(t: Target): Deno.HttpClient {
+  const opts: Deno.CreateHttpClientOptions = { http1: false, http2: true };
+  if (t.dial !== undefined) opts.proxy = { transport: "tcp", ...t.dial };
+  if (t.caFile !== undefined) {
+    try {
+      opts.caCerts = [Deno.readTextFileSync(t.caFile)];
+    } catch {
+      // Left out: see above.
+    }
+  }
+  return Deno.createHttpClient(opts);
 }
 
 /** A short reason for a failed fetch: the innermost cause's message. */

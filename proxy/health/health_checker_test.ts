@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { HealthChecker, type HealthTransitionEvent } from "./health_checker.ts";
+import { sleep } from "../../tests/support/wait.ts";
 
 const UA = "spooky/0.0.0-test";
 
@@ -52,10 +53,6 @@ function backend() {
       await server.shutdown();
     },
   };
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
 }
 
 async function waitFor(cond: () => boolean, ms: number, what: string): Promise<number> {

@@ -24,11 +24,14 @@ export {
   withHealthDefaults,
 } from "./types.ts";
 export { HealthState, type HealthStateOptions } from "./health_state.ts";
+export { backendsWithProbeHost } from "./probe_host.ts";
 export {
   type BackendWithHealth,
   HealthChecker,
   type HealthCheckerOptions,
   type HealthTransitionEvent,
+  type ProbeExchange,
+  type ProbeExchangeRequest,
   type ProbeFetch,
   type ProbeInit,
 } from "./health_checker.ts";

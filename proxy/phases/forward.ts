@@ -47,7 +47,7 @@ import type { UpstreamResponse, UpstreamTransport } from "../upstream/transport.
 import type { PoolContext } from "./pool.ts";
 import { downstreamResponse, failureResponse, invalidResponse } from "./respond.ts";
 import type { BackendHealth } from "./select.ts";
-import { upstreamBody, upstreamHeaders } from "./upstream_request.ts";
+import { upstreamAuthority, upstreamBody, upstreamHeaders } from "./upstream_request.ts";
 
 const log = getLogger(["proxy", "upstream"]);
 
@@ -103,7 +103,8 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
 
   return async (req, pool, candidates, path, authority) => {
     const head = req.head;
-    const headers = upstreamHeaders(req, authority, deps.isTrustedProxy);
+    const headers = upstreamHeaders(req, authority, deps.isTrustedProxy, pool.requestRules);
+    const sentAuthority = upstreamAuthority(authority, pool.requestRules);
     const pending = upstreamBody(req, headers);
     const body = pending instanceof Promise ? await pending : pending;
     // Retry only what has not started streaming: no body, or a body read whole.
@@ -138,7 +139,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
           tls: backend.tls,
           method: head.method,
           path,
-          authority,
+          authority: sentAuthority,
           headers,
           body,
           trailers: body === null ? undefined : req.trailers,
@@ -187,7 +188,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
       }
       health.report?.(backend.id, OUTCOMES[outcomeOfStatus(res.status)].health!);
       // Counted once it is finished, by the request sink (request_log.ts).
-      return downstreamResponse(backend.id, res, performance.now() - sent);
+      return downstreamResponse(backend.id, res, performance.now() - sent, pool.responseRules);
     }
     // Unreachable: the loop always returns on its last attempt.
     return errorResponse(500, OUTCOMES.internal.error, "no attempt made");

@@ -57,21 +57,24 @@ function incoming(
   };
 }
 
-/** Pool "p" (request_timeout_ms 1000) as the phases see it. */
-const pool = buildPools(
-  ConfigSchema.parse({
-    version: 1,
-    listen: { protocol: "http3", port: 9889, tls: { cert: "c.pem", key: "k.pem" } },
-    upstream: {
-      p: {
-        route: { path_prefix: "/" },
-        request_timeout_ms: 1000,
-        backends: [{ id: "b1", address: "127.0.0.1:1" }],
+/** Pool "p" over b1 as the phases see it, its configuration given `keys` besides. */
+function poolWith(keys: Record<string, unknown>) {
+  return buildPools(
+    ConfigSchema.parse({
+      version: 1,
+      listen: { protocol: "http3", port: 9889, tls: { cert: "c.pem", key: "k.pem" } },
+      upstream: {
+        p: {
+          route: { path_prefix: "/" },
+          ...keys,
+          backends: [{ id: "b1", address: "127.0.0.1:1" }],
+        },
       },
-    },
-  }),
-  () => new PoolState(),
-).get("p")!;
+    }),
+    () => new PoolState(),
+  ).get("p")!;
+}
+const pool = poolWith({ request_timeout_ms: 1000 });
 const one = [{ id: "b1", address: "127.0.0.1:1", weight: 1 }];
 const two = [...one, { id: "b2", address: "127.0.0.1:2", weight: 1 }];
 
@@ -135,143 +138,61 @@ Deno.test("forward: a reset is not retried for POST, nor a second time", async (
   assert.equal(f.seen.length, 1);
 });
 
-/** One row per outcome of `outcome.ts`: status, passive-health report, counters, attempts. */
-interface Row {
-  name: string;
-  script: Step[];
-  method?: string;
-  clientLeaves?: boolean;
-  status: number;
-  reports: string[];
-  attempts: number;
-  /** b1's counters after the request: [requests_total, backend_errors, backend_timeouts]. */
-  b1: [number, number, number];
-  /** Global [requests_total, requests_failure]. */
-  global: [number, number];
-}
-
-const ROWS: Row[] = [
-  {
-    name: "answered",
-    script: [204],
-    status: 204,
-    reports: ["b1:success"],
-    attempts: 1,
-    b1: [1, 0, 0],
-    global: [1, 0],
-  },
-  {
-    name: "answered_5xx",
-    script: [503],
-    status: 503,
-    reports: ["b1:5xx"],
-    attempts: 1,
-    b1: [1, 0, 0],
-    global: [1, 1],
-  },
-  {
-    name: "connect",
-    script: ["connect"],
-    status: 502,
-    reports: ["b1:connect"],
-    attempts: 1,
-    b1: [1, 1, 0],
-    global: [1, 1],
-  },
-  // An idempotent request is retried once after a reset or protocol error: both attempts count.
-  {
-    name: "reset",
-    script: ["reset", "reset"],
-    status: 502,
-    reports: ["b1:reset", "b1:reset"],
-    attempts: 2,
-    b1: [1, 2, 0],
-    global: [1, 1],
-  },
-  {
-    name: "protocol",
-    script: ["protocol", "protocol"],
-    status: 502,
-    reports: ["b1:protocol", "b1:protocol"],
-    attempts: 2,
-    b1: [1, 2, 0],
-    global: [1, 1],
-  },
-  {
-    name: "invalid_response (status 600)",
-    script: [{ status: 600, headers: [], body: null }],
-    status: 502,
-    reports: ["b1:invalid_response"],
-    attempts: 1,
-    b1: [1, 1, 0],
-    global: [1, 1],
-  },
-  // A timeout counts against the backend in passive health (it was never reported before).
-  {
-    name: "timeout",
-    script: ["timeout"],
-    status: 503,
-    reports: ["b1:timeout"],
-    attempts: 1,
-    b1: [1, 0, 1],
-    global: [1, 1],
-  },
-  // A client that left is logged as 499 and never counted against the backend.
-  {
-    name: "client_gone",
-    script: ["aborted"],
-    clientLeaves: true,
-    status: 502, // sent; the sink counts and logs 499
-    reports: [],
-    attempts: 1,
-    b1: [1, 0, 0], // in its requests (the access log names it), never in backend_errors
-    global: [1, 1],
-  },
-  {
-    name: "local",
-    script: ["local"],
-    status: 400,
-    reports: [],
-    attempts: 1,
-    b1: [0, 0, 0],
-    global: [1, 1],
-  },
-  {
-    name: "internal",
-    script: [new TypeError("bug")],
-    status: 500,
-    reports: [],
-    attempts: 1,
-    b1: [0, 0, 0],
-    global: [1, 1],
-  },
-  {
-    name: "shutdown (aborted, client still there)",
-    script: ["aborted"],
-    status: 503,
-    reports: [],
-    attempts: 1,
-    b1: [0, 0, 0],
-    global: [1, 1],
-  },
+/**
+ * One row per outcome of `outcome.ts`: the transport's script, then what the
+ * forwarder must make of it: status, passive-health reports, attempts, b1's
+ * counters [requests_total, backend_errors, backend_timeouts] and the global
+ * ones [requests_total, requests_failure]; `clientLeaves`: the client aborts
+ * when the script says `aborted`.
+ */
+type Row = [
+  name: string,
+  script: Step[],
+  status: number,
+  reports: string[],
+  attempts: number,
+  b1: [number, number, number],
+  global: [number, number],
+  clientLeaves?: boolean,
 ];
 
-for (const row of ROWS) {
-  Deno.test(`forward outcome ${row.name}: ${row.status}, passive health [${row.reports}]`, async () => {
-    const f = forwarder([...row.script]);
+const ROWS: Row[] = [
+  ["answered", [204], 204, ["b1:success"], 1, [1, 0, 0], [1, 0]],
+  ["answered_5xx", [503], 503, ["b1:5xx"], 1, [1, 0, 0], [1, 1]],
+  ["connect", ["connect"], 502, ["b1:connect"], 1, [1, 1, 0], [1, 1]],
+  // An idempotent request is retried once after a reset or protocol error: both attempts count.
+  ["reset", ["reset", "reset"], 502, ["b1:reset", "b1:reset"], 2, [1, 2, 0], [1, 1]],
+  ["protocol", ["protocol", "protocol"], 502, ["b1:protocol", "b1:protocol"], 2, [1, 2, 0], [1, 1]],
+  [
+    "invalid_response (status 600)",
+    [{ status: 600, headers: [], body: null }],
+    502,
+    ["b1:invalid_response"],
+    1,
+    [1, 1, 0],
+    [1, 1],
+  ],
+  // A timeout counts against the backend in passive health (it was never reported before).
+  ["timeout", ["timeout"], 503, ["b1:timeout"], 1, [1, 0, 1], [1, 1]],
+  // A client that left is logged as 499 and never counted against the backend: the status is
+  // the one sent (the sink counts and logs 499), b1's requests_total counts it (the access log
+  // names b1), its backend_errors never do.
+  ["client_gone", ["aborted"], 502, [], 1, [1, 0, 0], [1, 1], true],
+  ["local", ["local"], 400, [], 1, [0, 0, 0], [1, 1]],
+  ["internal", [new TypeError("bug")], 500, [], 1, [0, 0, 0], [1, 1]],
+  ["shutdown (aborted, client still there)", ["aborted"], 503, [], 1, [0, 0, 0], [1, 1]],
+];
+
+for (const [name, script, status, reports, attempts, b1, global, clientLeaves] of ROWS) {
+  Deno.test(`forward outcome ${name}: ${status}, passive health [${reports}]`, async () => {
+    const f = forwarder([...script]);
     const client = new AbortController();
-    abortClient = row.clientLeaves ? client : undefined;
+    abortClient = clientLeaves ? client : undefined;
     try {
-      const res = await f.forward(
-        incoming(row.method ?? "GET", null, client.signal),
-        pool,
-        one,
-        "/x",
-        "a.test",
-      );
-      assert.equal(res.status, row.status);
-      assert.deepEqual(f.reports, row.reports);
-      assert.equal(f.seen.length, row.attempts);
+      const res = await f.forward(incoming("GET", null, client.signal), pool, one, "/x", "a.test");
+      assert.equal(res.status, status);
+      assert.deepEqual(f.reports, reports);
+      assert.equal(f.seen.length, attempts);
       // The request sink counts what the response describes.
       const logged: number[] = [];
       const sink = createRequestSink(f.metrics, {
@@ -291,9 +212,9 @@ for (const row of ROWS) {
         durationMs: 1,
         backend: res.backend,
         failure: res.failure,
-        outcome: row.clientLeaves ? "aborted" : "complete",
+        outcome: clientLeaves ? "aborted" : "complete",
       });
-      assert.deepEqual(logged, [row.clientLeaves ? 499 : row.status], "access log status");
+      assert.deepEqual(logged, [clientLeaves ? 499 : status], "access log status");
       const b = f.metrics.backends().get("b1");
       assert.deepEqual(
         [
@@ -301,11 +222,11 @@ for (const row of ROWS) {
           b?.get("backend_errors") ?? 0n,
           b?.get("backend_timeouts") ?? 0n,
         ],
-        row.b1.map(BigInt),
+        b1.map(BigInt),
       );
       assert.deepEqual(
         [f.metrics.global.get("requests_total"), f.metrics.global.get("requests_failure")],
-        row.global.map(BigInt),
+        global.map(BigInt),
       );
     } finally {
       abortClient = undefined;
@@ -420,20 +341,7 @@ Deno.test("#35.2: the pool's connect_timeout_ms goes with every exchange (a relo
   const f = forwarder([200]);
   await f.forward(incoming("GET"), pool, one, "/x", "a.test");
   assert.equal(f.seen[0].connectTimeoutMs, 10_000, "the default");
-  const reloaded = buildPools(
-    ConfigSchema.parse({
-      version: 1,
-      listen: { protocol: "http3", port: 9889, tls: { cert: "c.pem", key: "k.pem" } },
-      upstream: {
-        p: {
-          route: { path_prefix: "/" },
-          connect_timeout_ms: 250,
-          backends: [{ id: "b1", address: "127.0.0.1:1" }],
-        },
-      },
-    }),
-    () => new PoolState(),
-  ).get("p")!;
+  const reloaded = poolWith({ connect_timeout_ms: 250 });
   const g = forwarder([200]);
   await g.forward(incoming("GET"), reloaded, one, "/x", "a.test");
   assert.equal(g.seen[0].connectTimeoutMs, 250);

@@ -26,6 +26,7 @@
 
 import { type Balancer, createBalancer } from "../balancer/mod.ts";
 import type { Config, UpstreamConfig } from "../config/types.ts";
+import { compileHeaderRules, type HeaderRules } from "./header_rules.ts";
 
 /**
  * State of one pool that outlives the request handler: `ProxyRuntime`
@@ -55,6 +56,10 @@ export interface PoolContext {
   readonly timeoutMs: number;
   /** What outlives a rebuild of the handler (kept by `ProxyRuntime`). */
   readonly state: PoolState;
+  /** `headers.request`, compiled; `null` when the pool rewrites nothing it sends. */
+  readonly requestRules: HeaderRules | null;
+  /** `headers.response`, compiled; `null` when the pool rewrites nothing it answers. */
+  readonly responseRules: HeaderRules | null;
 }
 
 /**
@@ -80,6 +85,8 @@ export function buildPools(
       ids: u.backends.map((b) => b.id),
       timeoutMs: u.request_timeout_ms,
       state: stateOf(name),
+      requestRules: compileHeaderRules(u.headers?.request),
+      responseRules: compileHeaderRules(u.headers?.response),
     });
   }
   return pools;

@@ -28,6 +28,7 @@ import { downstreamResponseFields } from "../upstream/headers.ts";
 import { OUTCOMES, type UpstreamOutcome } from "../upstream/outcome.ts";
 import type { UpstreamResponse } from "../upstream/transport.ts";
 import type { Refusal } from "./admit.ts";
+import { applyHeaderRules, type HeaderRules } from "./header_rules.ts";
 
 /**
  * The proxy's own answer to a request it will not forward; the client's
@@ -49,15 +50,22 @@ export function invalidResponse(res: UpstreamResponse): string | null {
   return typeof checked === "string" ? checked : null;
 }
 
-/** The backend's answer as the client gets it; `upstreamMs`: from sending to its head. */
+/**
+ * The backend's answer as the client gets it; `upstreamMs`: from sending to
+ * its head. The pool's `headers.response` rules (`rules`, `null` for none)
+ * apply to the backend's answers only, after the proxy's own changes
+ * (`via` included), never to the proxy's own error responses.
+ */
 export function downstreamResponse(
   backendId: string,
   res: UpstreamResponse,
   upstreamMs: number,
+  rules: HeaderRules | null = null,
 ): OutgoingResponse {
+  const fields = downstreamResponseFields(res.headers);
   return {
     status: res.status,
-    headers: downstreamResponseFields(res.headers),
+    headers: rules === null ? fields : applyHeaderRules(fields, rules),
     body: res.body,
     // Known once the body has ended (a streamed body's are set by then).
     trailers: res.body === null ? undefined : () => res.trailers,

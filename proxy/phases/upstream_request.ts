@@ -21,6 +21,7 @@
 import { readUpTo } from "../../shared/bytes.ts";
 import type { IncomingRequest } from "../server/types.ts";
 import { upstreamRequestHeaderList } from "../upstream/headers.ts";
+import { applyHeaderRules, type HeaderRules } from "./header_rules.ts";
 
 /** Bodies up to this size with a declared length are read whole, so they keep their content-length and can be retried. */
 export const BUFFER_BODY_LIMIT = 64 * 1024;
@@ -31,16 +32,32 @@ export type UpstreamBody = Uint8Array | ReadableStream<Uint8Array> | null;
 /**
  * The fields sent to the backend. `isTrustedProxy` says whether the
  * client's address is in `trusted_proxies` (its forwarding fields are then
- * kept and ours appended; otherwise they are replaced).
+ * kept and ours appended; otherwise they are replaced). The pool's
+ * `headers.request` rules (`rules`, `null` for none) apply last, to the
+ * forwarding fields too; `set.host` replaces `host`, while
+ * `x-forwarded-host` and `forwarded` keep the client's authority.
  */
 export function upstreamHeaders(
   req: IncomingRequest,
   authority: string | undefined,
   isTrustedProxy: ((ip: string) => boolean) | undefined,
+  rules: HeaderRules | null = null,
 ): Array<[string, string]> {
   const ip = req.remote.hostname;
   const trusted = isTrustedProxy?.(ip) ?? false;
-  return upstreamRequestHeaderList(req.head.fields, { ip, authority, trusted });
+  const fields = upstreamRequestHeaderList(req.head.fields, { ip, authority, trusted });
+  return rules === null ? fields : applyHeaderRules(fields, rules);
+}
+
+/**
+ * The authority the backend is sent (`:authority`): the pool's
+ * `headers.request.set.host` when set, else the client's.
+ */
+export function upstreamAuthority(
+  authority: string | undefined,
+  rules: HeaderRules | null,
+): string | undefined {
+  return rules?.host ?? authority;
 }
 
 /**
