@@ -44,6 +44,7 @@ function streamErr(c: H2ClientConnection, ev: H2Event[], code: number) {
   const rst = parseFrames(c.takeOutput()!).find((f) => f.type === FrameType.RST_STREAM);
   assert.ok(rst, "RST_STREAM written");
   assert.equal(new DataView(rst.payload.buffer).getUint32(0), code);
+  return e;
 }
 
 Deno.test("RFC 9113 §3.4: preface, SETTINGS with ENABLE_PUSH 0, connection window", () => {
@@ -192,11 +193,16 @@ Deno.test("RFC 9113 §6.5.2: invalid SETTINGS values are connection errors", () 
   );
 });
 
-Deno.test("RFC 9113 §8.3.2: malformed response heads are stream errors PROTOCOL_ERROR", () => {
+Deno.test("RFC 9113 §8.3.2: malformed response heads are stream errors PROTOCOL_ERROR, marked invalidHead", () => {
   for (const fields of [...MALFORMED_SECTIONS, [[":status", "101"]] as Array<[string, string]>]) {
     const { c, id } = ready();
-    streamErr(c, c.receive(headers(id, fields)), H2Code.PROTOCOL_ERROR);
+    const e = streamErr(c, c.receive(headers(id, fields)), H2Code.PROTOCOL_ERROR);
+    assert.equal(e.invalidHead, true, JSON.stringify(fields));
   }
+  // A 1xx with END_STREAM breaks the framing, not the head.
+  const { c, id } = ready();
+  const e = streamErr(c, c.receive(headers(id, [[":status", "103"]], true)), H2Code.PROTOCOL_ERROR);
+  assert.equal(e.invalidHead, false);
 });
 
 Deno.test("RFC 9113 §8.1.1: a body that disagrees with content-length is malformed", () => {
@@ -207,7 +213,8 @@ Deno.test("RFC 9113 §8.1.1: a body that disagrees with content-length is malfor
   c.receive(headers(id, [[":status", "200"], ["content-length", "1"]]));
   streamErr(c, c.receive(frame(FrameType.DATA, 0, id, [1, 2])), H2Code.PROTOCOL_ERROR);
   ({ c, id } = ready());
-  streamErr(c, c.receive(frame(FrameType.DATA, 0, id, [1])), H2Code.PROTOCOL_ERROR); // DATA before HEADERS
+  const e = streamErr(c, c.receive(frame(FrameType.DATA, 0, id, [1])), H2Code.PROTOCOL_ERROR); // DATA before HEADERS
+  assert.equal(e.invalidHead, false, "a body's framing is no invalid head");
 });
 
 Deno.test("RFC 9113 §6.10: CONTINUATION floods and strays end the connection", () => {

@@ -86,6 +86,7 @@ function receiveRstStream(c: ConnectionState, ev: H2Event[], f: Frame): void {
     message: "reset by the peer",
     local: false,
     answered: s.answered,
+    invalidHead: false,
   });
 }
 
@@ -168,6 +169,7 @@ function receiveGoaway(c: ConnectionState, ev: H2Event[], f: Frame): void {
       message: `above GOAWAY's last stream ${last}`,
       local: false,
       answered: s.answered,
+      invalidHead: false,
     });
   }
   ev.push({ type: "goaway", lastStreamId: last, code, debug });

@@ -143,16 +143,17 @@ function trailers(c: ConnectionState, ev: H2Event[], s: H2Stream, fields: FieldL
 /** A response head: informational ones are passed over, the final one is the `response` event. */
 function responseHead(c: ConnectionState, ev: H2Event[], s: H2Stream, fields: FieldLine[]): void {
   const endStream = c.block.endStream;
+  // A head that fails the response check is malformed (§8.1.1) and a head no
+  // client may be given: the event says so (`invalidHead`).
   const head = parseResponseSection(fields);
-  if (typeof head === "string") return c.streamError(ev, s, H2Code.PROTOCOL_ERROR, head);
+  if (typeof head === "string") return c.streamError(ev, s, H2Code.PROTOCOL_ERROR, head, true);
   if (head.status < 200) {
     // RFC 9113 §8.1: informational heads precede the final one; 101 is not HTTP/2 (§8.6).
-    const why = head.status === 101
-      ? ":status 101 in HTTP/2"
-      : endStream
-      ? "1xx response with END_STREAM"
-      : null;
-    if (why !== null) c.streamError(ev, s, H2Code.PROTOCOL_ERROR, why);
+    if (head.status === 101) {
+      c.streamError(ev, s, H2Code.PROTOCOL_ERROR, ":status 101 in HTTP/2", true);
+    } else if (endStream) {
+      c.streamError(ev, s, H2Code.PROTOCOL_ERROR, "1xx response with END_STREAM");
+    }
     return;
   }
   s.progress = "body";

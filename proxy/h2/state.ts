@@ -107,8 +107,17 @@ export class ConnectionState {
     ev.push({ type: "connection-error", code, message, local: true });
   }
 
-  /** The peer broke the protocol on `s` alone: RST_STREAM with `code`. */
-  streamError(ev: H2Event[], s: H2Stream, code: number, message: string): void {
+  /**
+   * The peer broke the protocol on `s` alone: RST_STREAM with `code`;
+   * `invalidHead` when it is the response head that failed the response check.
+   */
+  streamError(
+    ev: H2Event[],
+    s: H2Stream,
+    code: number,
+    message: string,
+    invalidHead = false,
+  ): void {
     this.forget(s);
     this.out.rstStream(s.id, code);
     ev.push({
@@ -118,6 +127,7 @@ export class ConnectionState {
       message,
       local: true,
       answered: s.answered,
+      invalidHead,
     });
   }
 

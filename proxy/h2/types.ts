@@ -63,7 +63,10 @@ export type H2Event =
    * fault (RST_STREAM sent with `code`), false when the peer reset it (or
    * refused it by GOAWAY: code REFUSED_STREAM). `answered`: a response head
    * (1xx included) had arrived on it, so the peer processed the request,
-   * whatever a later REFUSED_STREAM claims (RFC 9113 §8.7).
+   * whatever a later REFUSED_STREAM claims (RFC 9113 §8.7). `invalidHead`:
+   * the response head failed `proxy/http/`'s response check (RFC 9113
+   * §8.2, §8.3, RFC 9110 §15): the peer answered with a head no client may
+   * be given.
    */
   | {
     type: "stream-error";
@@ -72,6 +75,7 @@ export type H2Event =
     message: string;
     local: boolean;
     answered: boolean;
+    invalidHead: boolean;
   }
   /** Send window opened on `stream` (0: the connection, any stream may try again). */
   | { type: "send-window"; stream: number }

@@ -199,6 +199,8 @@ function failureMessage(outcome: UpstreamOutcome, id: string): string {
   switch (outcome) {
     case "timeout":
       return `backend ${id} timed out`;
+    case "invalid_response":
+      return `backend ${id} sent an invalid response`;
     case "client_gone":
       return "client went away";
     case "local":
@@ -230,6 +232,9 @@ function logFailure(outcome: UpstreamOutcome, id: string, pool: PoolContext, cau
       return;
     case "internal":
       log.error("forwarding to {id} failed inside the proxy: {error}", { id, error: cause });
+      return;
+    case "invalid_response":
+      log.warn("backend {id} sent an invalid response: {error}", { id, error: cause });
       return;
     default:
       log.warn("backend {id} failed ({outcome}): {error}", { id, outcome, error: cause });

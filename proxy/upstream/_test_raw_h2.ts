@@ -1,17 +1,18 @@
 /**
  * A raw HTTP/2 server for the transport tests: it reads the client's frames
  * (HPACK-decoding request heads) and lets each test script its answers
- * frame by frame (GOAWAY at a chosen point, silence, …).
+ * frame by frame (GOAWAY at a chosen point, silence, …); a test that keeps
+ * to the client's windows sees every frame the client sends (`onFrame`).
  *
  * @module
  */
 
 import { HpackDecoder } from "../h2/hpack.ts";
-import { frame, headers, settings } from "../h2/_test_util.ts";
+import { frame, goaway, headers, settings } from "../h2/_test_util.ts";
 
 /** One accepted connection. */
 export interface RawConn {
-  /** Writes bytes (errors ignored: the client may be gone). */
+  /** Writes bytes whole, after those written before (errors ignored: the client may be gone). */
   write(bytes: Uint8Array): Promise<void>;
   /** A 200 with `body` and END_STREAM. */
   respond(stream: number, body?: string): Promise<void>;
@@ -30,9 +31,22 @@ export interface RawServer {
   close(): Promise<void>;
 }
 
-/** Starts the server; `onRequest` runs for each request head (stream id, fields). */
+/** A frame the client sent. */
+export interface RawFrame {
+  readonly type: number;
+  readonly flags: number;
+  readonly stream: number;
+  readonly payload: Uint8Array;
+}
+
+/**
+ * Starts the server; `onRequest` runs for each request head (stream id,
+ * fields), `onFrame` for every frame the client sends, before the server's
+ * own answer to it.
+ */
 export function startRawH2(
   onRequest: (conn: RawConn, stream: number, fields: Array<[string, string]>) => void,
+  onFrame?: (conn: RawConn, frame: RawFrame) => void,
 ): RawServer {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const conns: RawConn[] = [];
@@ -46,8 +60,12 @@ export function startRawH2(
 
   async function serve(sock: Deno.Conn): Promise<void> {
     let quiet = false;
+    let written = Promise.resolve();
+    const writeAll = async (b: Uint8Array) => {
+      for (let at = 0; at < b.length;) at += await sock.write(b.subarray(at));
+    };
     const c: RawConn = {
-      write: (b) => sock.write(b).then(() => {}, () => {}),
+      write: (b) => written = written.then(() => writeAll(b)).catch(() => {}),
       respond: (stream, body = "ok") =>
         c.write(
           new Uint8Array([
@@ -55,12 +73,7 @@ export function startRawH2(
             ...frame(0, 1, stream, new TextEncoder().encode(body)),
           ]),
         ),
-      goaway: (last, code = 0) => {
-        const p = new Uint8Array(8);
-        new DataView(p.buffer).setUint32(0, last);
-        new DataView(p.buffer).setUint32(4, code);
-        return c.write(frame(7, 0, 0, p));
-      },
+      goaway: (last, code = 0) => c.write(goaway(last, code)),
       silence: () => quiet = true,
       close: () => {
         try {
@@ -95,6 +108,7 @@ export function startRawH2(
         const payload = buf.slice(9, 9 + len);
         buf = buf.subarray(9 + len);
         if (quiet) continue;
+        onFrame?.(c, { type, flags, stream, payload });
         if (type === 4 && (flags & 1) === 0) await c.write(settings([], true));
         else if (type === 6 && (flags & 1) === 0) await c.write(frame(6, 1, 0, payload));
         else if (type === 1) {

@@ -18,6 +18,7 @@
 import type { IdleWatch } from "../../shared/deadline.ts";
 import { H2Code, h2CodeName } from "../h2/mod.ts";
 import { responseHasNoBody } from "../http/mod.ts";
+import { ResponseBody } from "./h2_response_body.ts";
 import type { H2Session, StreamErrorEvent, StreamEvent } from "./h2_session.ts";
 import { mayReplay, outcomeOfError } from "./outcome.ts";
 import {
@@ -29,8 +30,6 @@ import {
 
 /** Bodies with a declared length up to this are collected and returned whole. */
 export const WHOLE_BODY_LIMIT = 64 * 1024;
-/** Response body bytes buffered ahead of the reader (the stream's own queue). */
-const RESPONSE_HIGH_WATER = 256 * 1024;
 /** Times a request refused unprocessed (REFUSED_STREAM, GOAWAY) is tried again. */
 const MAX_REPLAYS = 2;
 
@@ -78,9 +77,8 @@ export class Exchange {
   /** A small body being collected whole: its bytes so far. */
   #collected: Uint8Array | null = null;
   #collectedLength = 0;
-  #controller: ReadableStreamDefaultController<Uint8Array> | null = null;
-  /** Body bytes delivered and not yet credited back to the backend. */
-  #owed = 0;
+  /** A streamed body the backend is still sending (null once it ended, or none). */
+  #body: ResponseBody | null = null;
   /** The backend's trailers, when they came before the response was handed over. */
   #trailers: Array<[string, string]> | undefined = undefined;
   /** The response handed over (a streamed body's trailers are set on it). */
@@ -275,30 +273,16 @@ export class Exchange {
     }
     this.watch?.cancel();
     this.watch = null;
-    this.#settle(this.#bodyStream());
+    // The backend's window is credited as the reader takes the bytes.
+    this.#body = new ResponseBody(this.session!, this.#stream, () => this.#bodyCancelled());
+    this.#settle(this.#body.stream);
   }
 
-  /** The response body as a stream: the backend's window is credited as the reader pulls. */
-  #bodyStream(): ReadableStream<Uint8Array> {
-    const stream = this.#stream;
-    return new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this.#controller = c;
-      },
-      pull: () => {
-        const s = this.session;
-        if (this.#owed > 0 && s !== null) {
-          s.codec.consume(stream, this.#owed);
-          this.#owed = 0;
-          s.flush();
-        }
-      },
-      cancel: () => {
-        this.#controller = null;
-        this.#cancelStream(H2Code.CANCEL);
-        this.#finish();
-      },
-    }, { highWaterMark: RESPONSE_HIGH_WATER, size: (c) => c.byteLength });
+  /** The reader cancelled the body (its unread bytes were given back): the stream is reset. */
+  #bodyCancelled(): void {
+    this.#body = null;
+    this.#cancelStream(H2Code.CANCEL);
+    this.#finish();
   }
 
   #onData(ev: DataEvent): void {
@@ -312,24 +296,17 @@ export class Exchange {
       if (ev.endStream) this.#settleCollected();
       return;
     }
-    const c = this.#controller;
-    if (c === null) {
+    const body = this.#body;
+    if (body === null) {
       // No reader (HEAD, 204, 304, or a settled null body): keep the window open.
       s.codec.consume(this.#stream, n);
       if (ev.endStream) this.#ended();
       return;
     }
-    if (n > 0) {
-      c.enqueue(ev.data.slice());
-      this.#owed += n;
-      if ((c.desiredSize ?? 0) > 0) {
-        s.codec.consume(this.#stream, this.#owed);
-        this.#owed = 0;
-      }
-    }
+    body.push(ev.data);
     if (ev.endStream) {
-      c.close();
-      this.#controller = null;
+      this.#body = null;
+      body.end();
       this.#ended();
     }
   }
@@ -342,8 +319,8 @@ export class Exchange {
     if (this.#response !== null) this.#response.trailers = ev.headers;
     else this.#trailers = ev.headers;
     if (this.#collected !== null) return this.#settleCollected();
-    this.#controller?.close();
-    this.#controller = null;
+    this.#body?.end();
+    this.#body = null;
     this.#ended();
   }
 
@@ -378,9 +355,18 @@ export class Exchange {
   onStreamError(ev: StreamErrorEvent): void {
     const { code, message } = ev;
     if (this.state === "done") return;
-    if (this.#settled && this.#controller === null && this.#collected === null) {
+    if (this.#settled && this.#body === null && this.#collected === null) {
       // The answer was complete: a reset after it takes nothing away.
       return this.#finish();
+    }
+    if (ev.local && ev.invalidHead) {
+      // The codec applied the response check of `http/` (as `phases/respond.ts`
+      // does on what a transport hands over): the backend answered, with a
+      // head no client may be given. Never sent again.
+      return this.fail(
+        new UpstreamError("invalid_response", `backend sent an invalid response head: ${message}`),
+        false,
+      );
     }
     if (ev.local) {
       return this.fail(
@@ -475,11 +461,9 @@ export class Exchange {
     if (!this.#settled) {
       this.#settled = true;
       this.#reject(err);
-    } else if (this.#controller !== null) {
-      try {
-        this.#controller.error(err);
-      } catch { /* closed */ }
-      this.#controller = null;
+    } else if (this.#body !== null) {
+      this.#body.error(err);
+      this.#body = null;
     }
     this.#collected = null;
     this.#finish();

@@ -33,9 +33,12 @@
  *   is touched.
  * - Bytes: one read buffer per session, reused; response body bytes are
  *   copied once out of it. Bodies stream with backpressure tied to flow
- *   control: the backend's window is credited as the reader takes bytes,
- *   and a request body is read from the client only as the backend's window
- *   and the socket take it.
+ *   control: the backend's windows, the stream's and the connection's, are
+ *   credited as the reader takes bytes (`h2_response_body.ts`), so what a
+ *   session holds for readers that stall is bounded by its connection
+ *   window (`sessionCodecOptions` in `h2_session.ts`: 4 MiB, 16 stream
+ *   windows); a request body is read from the client only as the backend's
+ *   window and the socket take it.
  * - Fidelity: the method, path, authority and fields go out exactly as
  *   given (nothing added or dropped); bodies are untouched.
  *
@@ -95,7 +98,11 @@ export interface H2TransportOptions {
   maxSessionsPerAddress?: number;
   /** Requests waiting for a stream per backend address at most (default 4096). */
   maxQueuedPerAddress?: number;
-  /** Codec settings (windows, frame size, limits). */
+  /**
+   * Codec settings (windows, frame size, limits); a session returns the
+   * connection window's credit as readers take the bytes whatever this says
+   * (`sessionCodecOptions`).
+   */
   codec?: H2ConnectionOptions;
   /** A session with streams that received nothing this long is PINGed (ms, default 15,000). */
   pingAfterMs?: number;

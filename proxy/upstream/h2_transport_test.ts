@@ -15,6 +15,8 @@ import type { UpstreamError, UpstreamTransport } from "./transport.ts";
 import { type RawConn, startRawH2 } from "./_test_raw_h2.ts";
 import { cat, frame, headers, u32 } from "../h2/_test_util.ts";
 import { H2Code } from "../h2/errors.ts";
+import { sleep } from "../../tests/support/wait.ts";
+import { closeAll } from "../../tests/support/tcp.ts";
 
 interface LimitedBackend {
   address: string;
@@ -68,8 +70,6 @@ async function limitedBackend(maxConcurrentStreams: number): Promise<LimitedBack
   b.address = `127.0.0.1:${(server.address() as { port: number }).port}`;
   return b;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean, ms = 5_000): Promise<void> {
   const end = performance.now() + ms;
@@ -435,6 +435,44 @@ test("#35.1: a refusal after a streamed response was handed over errors its body
   }
 });
 
+const INVALID_HEADS: Array<[string, Array<[string, string]>]> = [
+  ["a field name that is no token", [[":status", "200"], ["x(y)", "1"]]],
+  ["a control character in a value", [[":status", "200"], ["x", "a\x01b"]]],
+  ["te other than trailers", [[":status", "200"], ["te", "gzip"]]],
+  ["an uppercase field name", [[":status", "200"], ["X-Upper", "1"]]],
+  ["a connection-specific field", [[":status", "200"], ["connection", "close"]]],
+  ["an invalid :status", [[":status", "600"]]],
+];
+
+for (const [what, fields] of INVALID_HEADS) {
+  test(`RFC 9113 §8.2, §8.3: a response head with ${what} fails \`invalid_response\` (the codec found it); nothing is sent again`, async () => {
+    let deliveries = 0;
+    const server = startRawH2((conn, stream) => {
+      deliveries++;
+      conn.write(headers(stream, fields, true));
+    });
+    const t = createH2Transport();
+    try {
+      const err = await t.exchange({
+        address: server.address,
+        method: "GET",
+        path: "/",
+        authority: "a.test",
+        headers: [],
+        body: null,
+        timeoutMs: 10_000,
+      }).then(() => null, (e: UpstreamError) => e);
+      assert.ok(err !== null);
+      assert.equal(err.kind, "invalid_response", err.message);
+      assert.match(err.message, /invalid response head/);
+      assert.equal(deliveries, 1);
+    } finally {
+      await t.close();
+      await server.close();
+    }
+  });
+}
+
 /** A listener that accepts TCP and never says a word (no TLS ServerHello, no SETTINGS). */
 function stallListener() {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -464,11 +502,7 @@ function stallListener() {
     },
     close() {
       listener.close();
-      for (const c of held) {
-        try {
-          c.close();
-        } catch { /* closed */ }
-      }
+      closeAll(held);
     },
   };
 }

@@ -50,6 +50,7 @@
  * @module
  */
 
+import { isIdempotent } from "../http/mod.ts";
 import type { RequestEndKind } from "../server/request_end.ts";
 import type { PassiveFailureKind } from "../health/passive.ts";
 import type { RequestFailure } from "../server/types.ts";
@@ -183,18 +184,11 @@ export function retryRule(processed: Processed, worthRetrying: boolean): RetryRu
   return processed === "no" ? "any" : "idempotent";
 }
 
-/** Methods a request may be sent twice with (RFC 9110 §9.2.2); TRACE is never forwarded. */
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
-
-/** Whether `method` is idempotent (RFC 9110 §9.2.2): sending it twice does what once does. */
-export function isIdempotent(method: string): boolean {
-  return IDEMPOTENT.has(method);
-}
-
 /**
  * Whether a request with `method` that ended in `outcome` may be sent
- * again (the retry rule; `forward` also sends it again at most once after
- * an `idempotent` one, and never a streamed body).
+ * again (the retry rule, with `http/`'s idempotent methods; `forward` also
+ * sends it again at most once after an `idempotent` one, and never a
+ * streamed body).
  */
 export function maySendAgain(outcome: UpstreamOutcome, method: string): boolean {
   const retry = OUTCOMES[outcome].retry;
@@ -268,6 +262,7 @@ export function outcomeOfError(err: unknown, end: RequestEndKind | undefined): U
     case "connect":
     case "reset":
     case "protocol":
+    case "invalid_response":
     case "timeout":
     case "local":
       return err.kind;

@@ -7,8 +7,8 @@
  */
 
 import assert from "node:assert/strict";
+import { isIdempotent } from "../http/mod.ts";
 import {
-  isIdempotent,
   mayReplay,
   maySendAgain,
   outcomeOfError,
@@ -68,6 +68,15 @@ Deno.test("#35.1: RFC 9113 §8.7: a non-idempotent request is sent again only wh
   assert.equal(outcomeOfError(new UpstreamError("connect", "refused"), undefined), "connect");
 });
 
+Deno.test("a head that fails the response check is invalid_response whichever layer found it: a backend fault, never sent again", () => {
+  const err = new UpstreamError("invalid_response", "backend sent an invalid response head");
+  assert.ok(err.backendFault);
+  assert.equal(outcomeOfError(err, undefined), "invalid_response");
+  assert.equal(maySendAgain("invalid_response", "GET"), false);
+  assert.equal(OUTCOMES.invalid_response.status, 502);
+  assert.equal(OUTCOMES.invalid_response.health, "invalid_response");
+});
+
 Deno.test("#35.1: the retry rule derives what may go again from what the backend may have processed", () => {
   assert.equal(retryRule("no", true), "any");
   assert.equal(retryRule("maybe", true), "idempotent");
@@ -75,7 +84,11 @@ Deno.test("#35.1: the retry rule derives what may go again from what the backend
   for (const p of ["no", "maybe", "yes"] as const) assert.equal(retryRule(p, false), "no");
 });
 
-Deno.test("RFC 9110 §9.2.2: the idempotent methods", () => {
-  for (const m of ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]) assert.ok(isIdempotent(m), m);
-  for (const m of ["POST", "PATCH", "CONNECT", "get"]) assert.ok(!isIdempotent(m), m);
+Deno.test("RFC 9110 §9.2.2: what may have been processed goes again for http/'s idempotent methods only", () => {
+  for (const m of ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "POST", "PATCH", "CONNECT", "get"]) {
+    assert.equal(maySendAgain("reset", m), isIdempotent(m), m);
+    assert.equal(maySendAgain("connect", m), true, m);
+  }
+  assert.ok(!maySendAgain("reset", "POST"));
+  assert.ok(maySendAgain("reset", "PUT"));
 });

@@ -86,15 +86,19 @@ export interface UpstreamResponse {
 export type Trailers = ReadonlyArray<readonly [string, string]>;
 
 /**
- * Why an exchange failed. Only `connect`, `reset`, `protocol` and `timeout`
- * are the backend's fault (they count for passive health); `connect` means
- * nothing reached the backend, so another backend may be tried.
- * `outcome.ts` maps each kind to a status and a passive-health report.
+ * Why an exchange failed. Only `connect`, `reset`, `protocol`,
+ * `invalid_response` and `timeout` are the backend's fault (they count for
+ * passive health); `connect` means nothing reached the backend, so another
+ * backend may be tried; `invalid_response` means it answered with a head
+ * that fails `http/`'s response check (RFC 9113 §8.2, §8.3; RFC 9110 §15),
+ * whichever layer found it: it processed the request, which is never sent
+ * again. `outcome.ts` maps each kind to a status and a passive-health report.
  */
 export type UpstreamFailureKind =
   | "connect"
   | "reset"
   | "protocol"
+  | "invalid_response"
   | "timeout"
   | "aborted"
   | "local";
@@ -114,7 +118,7 @@ export class UpstreamError extends Error {
   /** Whether the backend itself failed (counts for passive health and backend error metrics). */
   get backendFault(): boolean {
     return this.kind === "connect" || this.kind === "reset" || this.kind === "protocol" ||
-      this.kind === "timeout";
+      this.kind === "invalid_response" || this.kind === "timeout";
   }
 }
 

@@ -9,6 +9,9 @@
  * - the request to the evil backend is answered 502 (503 for the stall;
  *   200 for the control cases), never 400 and never the backend's own
  *   invalid status;
+ * - a response head that fails the response check (whether the HTTP/2
+ *   codec or the response phase finds it) is answered `invalid_response`
+ *   and reaches the backend once: it answered, so it is never sent again;
  * - a request to another, healthy pool that is in flight meanwhile succeeds;
  * - the proxy process stays alive and serves the next request.
  *
@@ -24,12 +27,22 @@ import { EVIL_CASES, type EvilBackend, startEvilBackend } from "../support/evil_
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { getHead, isAlive } from "../support/faults.ts";
-import { withTimeout } from "../support/wait.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 /** Pool timeout of the stall case (ms): long enough for a busy machine, short for the test. */
 const STALL_TIMEOUT_MS = 1_000;
 /** Cases run at once (each with its own in-flight healthy request). */
 const PARALLEL = 4;
+
+/** The `error` of the proxy's JSON answer, or what the body is instead. */
+function errorOf(body: Uint8Array): string {
+  const text = new TextDecoder().decode(body);
+  try {
+    return String(JSON.parse(text).error);
+  } catch {
+    return JSON.stringify(text.slice(0, 80));
+  }
+}
 
 function proxyConfig(good: string, evil: EvilBackend[]): string {
   const pools = evil.map((b) => {
@@ -74,6 +87,12 @@ Deno.test({
         const res = await withTimeout(client.request({ head, body }), 30_000, c.name);
         if (res.status !== c.expect) wrong.push(`${c.name}: ${res.status} (want ${c.expect})`);
         if (b.connections() === 0) wrong.push(`${c.name}: the backend was never reached`);
+        if (c.error !== undefined) {
+          // A head no client may be given is the backend's answer: `invalid_response`, never sent again.
+          const error = errorOf(res.body);
+          if (error !== c.error) wrong.push(`${c.name}: error ${error} (want ${c.error})`);
+          if (b.requests() !== 1) wrong.push(`${c.name}: sent ${b.requests()} times (want once)`);
+        }
         const h = await withTimeout(healthy, 30_000, `${c.name} (healthy)`);
         if (h.status !== 200 || !h.finished) {
           wrong.push(`${c.name}: the healthy pool's request got ${h.status}`);
@@ -101,7 +120,7 @@ Deno.test({
       const waitFor = (re: RegExp, what: string) =>
         withTimeout(
           (async () => {
-            while (!re.test(log())) await new Promise((r) => setTimeout(r, 50));
+            while (!re.test(log())) await sleep(50);
           })(),
           10_000,
           what,
@@ -111,7 +130,7 @@ Deno.test({
       // (outcome aborted), and not counted against the backend.
       const leaving = await H3TestClient.connect(proxy.port, ca);
       const gone = leaving.request({ head: getHead("/evil/stall/gone", proxy.port) });
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await leaving.close();
       await gone;
       await waitFor(/\/evil\/stall\/gone" 499 .*outcome=aborted/, "the 499 access-log line");
@@ -124,7 +143,7 @@ Deno.test({
         await client.request({ head: getHead("/evil/push_promise/again", proxy.port) });
       }
       await client.request({ head: getHead("/evil/stall/again", proxy.port) });
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       assert.doesNotMatch(log(), /backend stall ejected/, "a client that left is not a failure");
       await client.request({ head: getHead("/evil/stall/again", proxy.port) });
       await waitFor(/backend stall ejected .*\(timeout\)/, "stall ejected").catch(() => {});

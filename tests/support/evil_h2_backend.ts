@@ -1,7 +1,8 @@
 /**
  * A misbehaving HTTP/2 backend for fault tests: raw h2c (prior knowledge)
- * over a TCP socket, with a tiny frame writer of its own, that answers every
- * request by breaking RFC 9113 (or RFC 7541, or RFC 9110) in one chosen way.
+ * over a TCP socket, its frames written and read by the codec's own framing
+ * (`proxy/h2/frames.ts`), that answers every request by breaking RFC 9113 (or
+ * RFC 7541, or RFC 9110) in one chosen way.
  *
  * Each {@link EvilCase} names one violation and the status the proxy must
  * answer the client with: 502 when the backend broke the protocol or sent a
@@ -26,92 +27,17 @@
  * @module
  */
 
+import { CLIENT_PREFACE, Flag, FrameReader, FrameType, SettingId } from "../../proxy/h2/frames.ts";
 import { HpackDecoder } from "../../proxy/h2/hpack.ts";
+import { frame, goaway, settings, u32 } from "../../proxy/h2/_test_util.ts";
+import { encodePrefixInt } from "../../proxy/hpack_common/prefix_int.ts";
 
-/** Frame types (RFC 9113 §6). */
-export const FrameType = {
-  DATA: 0x0,
-  HEADERS: 0x1,
-  PRIORITY: 0x2,
-  RST_STREAM: 0x3,
-  SETTINGS: 0x4,
-  PUSH_PROMISE: 0x5,
-  PING: 0x6,
-  GOAWAY: 0x7,
-  WINDOW_UPDATE: 0x8,
-  CONTINUATION: 0x9,
-} as const;
-
-/** Frame flags (RFC 9113 §6). */
-export const Flag = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8 } as const;
-
-/** SETTINGS identifiers (RFC 9113 §6.5.2). */
-export const Setting = {
-  HEADER_TABLE_SIZE: 0x1,
-  ENABLE_PUSH: 0x2,
-  MAX_CONCURRENT_STREAMS: 0x3,
-  INITIAL_WINDOW_SIZE: 0x4,
-  MAX_FRAME_SIZE: 0x5,
-  MAX_HEADER_LIST_SIZE: 0x6,
-} as const;
-
-const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const ENC = new TextEncoder();
 
-/** One frame: 9-byte header (length, type, flags, stream id) and payload. */
-export function frame(
-  type: number,
-  flags: number,
-  streamId: number,
-  payload: Uint8Array,
-): Uint8Array {
-  const out = new Uint8Array(9 + payload.length);
-  const n = payload.length;
-  out[0] = (n >>> 16) & 0xff;
-  out[1] = (n >>> 8) & 0xff;
-  out[2] = n & 0xff;
-  out[3] = type;
-  out[4] = flags;
-  new DataView(out.buffer).setUint32(5, streamId & 0x7fffffff);
-  out.set(payload, 9);
-  return out;
-}
-
-/** A frame header claiming `length` bytes of payload (for truncated and oversized frames). */
-export function frameHeader(
-  length: number,
-  type: number,
-  flags: number,
-  streamId: number,
-): Uint8Array {
-  const out = new Uint8Array(9);
-  out[0] = (length >>> 16) & 0xff;
-  out[1] = (length >>> 8) & 0xff;
-  out[2] = length & 0xff;
-  out[3] = type;
-  out[4] = flags;
-  new DataView(out.buffer).setUint32(5, streamId & 0x7fffffff);
-  return out;
-}
-
-/** An HPACK prefix integer (RFC 7541 §5.1) with `mask` bits of the first byte already set. */
-export function prefixInt(value: number, prefixBits: number, mask = 0): number[] {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return [mask | value];
-  const out = [mask | max];
-  value -= max;
-  while (value >= 128) {
-    out.push((value % 128) + 128);
-    value = Math.floor(value / 128);
-  }
-  out.push(value);
-  return out;
-}
-
 /** An HPACK string literal, never Huffman-coded (RFC 7541 §5.2). */
-function hpackString(s: string): number[] {
+function hpackString(s: string): Uint8Array {
   const bytes = ENC.encode(s);
-  return [...prefixInt(bytes.length, 7), ...bytes];
+  return new Uint8Array([...encodePrefixInt(bytes.length, 7), ...bytes]);
 }
 
 /**
@@ -122,33 +48,6 @@ export function hpackBlock(fields: ReadonlyArray<readonly [string, string]>): Ui
   const out: number[] = [];
   for (const [name, value] of fields) out.push(0x00, ...hpackString(name), ...hpackString(value));
   return new Uint8Array(out);
-}
-
-/** A SETTINGS payload from `[id, value]` pairs. */
-export function settingsPayload(pairs: ReadonlyArray<readonly [number, number]>): Uint8Array {
-  const out = new Uint8Array(pairs.length * 6);
-  const view = new DataView(out.buffer);
-  pairs.forEach(([id, value], i) => {
-    view.setUint16(i * 6, id);
-    view.setUint32(i * 6 + 2, value >>> 0);
-  });
-  return out;
-}
-
-/** A 4-byte big-endian value (WINDOW_UPDATE increment, RST_STREAM code). */
-export function u32(value: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setUint32(0, value >>> 0);
-  return out;
-}
-
-/** A GOAWAY payload: last stream id and error code. */
-export function goawayPayload(lastStreamId: number, code: number): Uint8Array {
-  const out = new Uint8Array(8);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, lastStreamId & 0x7fffffff);
-  view.setUint32(4, code >>> 0);
-  return out;
 }
 
 /** HEADERS with END_HEADERS (and END_STREAM when `end`). */
@@ -206,6 +105,12 @@ export interface EvilCase {
   /** The status the client must get: 502 (violation), 503 (stall) or 200 (a control case). */
   readonly expect: 200 | 502 | 503;
   /**
+   * The `error` of the proxy's JSON answer, where the case pins the outcome:
+   * `invalid_response` (a head no client may be given, whichever layer
+   * found it) is never sent again, so the backend sees the request once.
+   */
+  readonly error?: "invalid_response";
+  /**
    * Runs as soon as the connection's preface arrived, before the backend's
    * own SETTINGS; return `false` to send no SETTINGS and stop reading.
    */
@@ -254,15 +159,7 @@ function connectionWindowCase(): EvilCase {
     if (st.received > INITIAL_CONNECTION_WINDOW + st.granted) {
       st.broken = true;
       const why = ENC.encode(`${st.received} octets past a connection window of 65,535`);
-      void p.write(frame(
-        FrameType.GOAWAY,
-        0,
-        0,
-        new Uint8Array([
-          ...goawayPayload(0x7fffffff, FLOW_CONTROL_ERROR),
-          ...why,
-        ]),
-      )).then(() => p.close());
+      void p.write(goaway(0x7fffffff, FLOW_CONTROL_ERROR, why)).then(() => p.close());
       return;
     }
     if (st.received === INITIAL_CONNECTION_WINDOW && st.granted === 0) {
@@ -281,15 +178,7 @@ function connectionWindowCase(): EvilCase {
       "a stream window of 1 MiB but the connection's 65,535 octets: a 200,000-byte request body waits for the connection's WINDOW_UPDATE (RFC 9113 §6.9.1; an overrun is FLOW_CONTROL_ERROR)",
     expect: 200,
     request: { method: "POST", bodyBytes: 200_000 },
-    onConnect: (p) =>
-      p.write(
-        frame(
-          FrameType.SETTINGS,
-          0,
-          0,
-          settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 1 << 20]]),
-        ),
-      ),
+    onConnect: (p) => p.write(settings([[SettingId.INITIAL_WINDOW_SIZE, 1 << 20]])),
     onFrame: (p, f) => {
       if (f.type === FrameType.DATA) data(p, f);
     },
@@ -297,6 +186,70 @@ function connectionWindowCase(): EvilCase {
       await p.write(frame(FrameType.WINDOW_UPDATE, 0, id, u32((1 << 20) - 65_535)));
       await bodyEnd(p, id).promise;
       await p.write(...okAnswer(id));
+    },
+  };
+}
+
+/** A whole response head of raw HPACK `block`: HEADERS with END_HEADERS and END_STREAM. */
+function wholeHead(id: number, block: Uint8Array): Uint8Array {
+  return frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, id, block);
+}
+
+/**
+ * A case that answers every request with one HEADERS frame, END_STREAM, of
+ * `fields`: a head no client may accept (RFC 9110, RFC 9113 §8), answered
+ * `invalid_response` and never sent again.
+ */
+function malformedHead(
+  name: string,
+  description: string,
+  fields: ReadonlyArray<readonly [string, string]>,
+): EvilCase {
+  return {
+    name,
+    description,
+    expect: 502,
+    error: "invalid_response",
+    answer: (p, id) => p.write(headersFrame(id, fields, true)),
+  };
+}
+
+/**
+ * A case that writes `violation(id)`, then, 100 ms later (the client has read
+ * it by then), a valid answer: only a client that noticed the violation fails
+ * the request.
+ */
+function violationBeforeAnswer(
+  name: string,
+  description: string,
+  violation: (id: number) => Uint8Array,
+): EvilCase {
+  return {
+    name,
+    description,
+    expect: 502,
+    answer: async (p, id) => {
+      await p.write(violation(id));
+      await p.sleep(100);
+      await p.write(...okAnswer(id));
+    },
+  };
+}
+
+/** A case that writes `last(id)` and closes the connection 50 ms later, the request unanswered. */
+function closeAfter(
+  name: string,
+  description: string,
+  last: (id: number) => Uint8Array[],
+): EvilCase {
+  return {
+    name,
+    description,
+    expect: 502,
+    answer: async (p, id) => {
+      await p.write(...last(id));
+      await p.sleep(50);
+      p.close();
     },
   };
 }
@@ -349,25 +302,19 @@ export const EVIL_CASES: readonly EvilCase[] = [
     description:
       "PUSH_PROMISE although the client sent ENABLE_PUSH 0 (RFC 9113 §8.4: PROTOCOL_ERROR)",
     expect: 502,
-    answer: (p, id) =>
-      p.write(
-        frame(
-          FrameType.PUSH_PROMISE,
-          Flag.END_HEADERS,
-          id,
-          new Uint8Array([
-            0,
-            0,
-            0,
-            2,
-            ...hpackBlock([[":method", "GET"], [":scheme", "http"], [":path", "/pushed"], [
-              ":authority",
-              "x",
-            ]]),
-          ]),
-        ),
+    answer: (p, id) => {
+      const pushed = hpackBlock([
+        [":method", "GET"],
+        [":scheme", "http"],
+        [":path", "/pushed"],
+        [":authority", "x"],
+      ]);
+      const promised = new Uint8Array([0, 0, 0, 2, ...pushed]);
+      return p.write(
+        frame(FrameType.PUSH_PROMISE, Flag.END_HEADERS, id, promised),
         ...okAnswer(id),
-      ),
+      );
+    },
   },
   {
     name: "data_on_stream_0",
@@ -386,24 +333,13 @@ export const EVIL_CASES: readonly EvilCase[] = [
     description:
       "HEADERS referencing index 70 of an empty dynamic table (RFC 7541 §2.3.3: COMPRESSION_ERROR)",
     expect: 502,
-    answer: (p, id) =>
-      p.write(
-        frame(
-          FrameType.HEADERS,
-          Flag.END_HEADERS | Flag.END_STREAM,
-          id,
-          new Uint8Array(prefixInt(70, 7, 0x80)),
-        ),
-      ),
+    answer: (p, id) => p.write(wholeHead(id, encodePrefixInt(70, 7, 0x80))),
   },
   {
     name: "hpack_index_0",
     description: "HEADERS with indexed field 0 (RFC 7541 §6.1: decoding error)",
     expect: 502,
-    answer: (p, id) =>
-      p.write(
-        frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, id, new Uint8Array([0x80])),
-      ),
+    answer: (p, id) => p.write(wholeHead(id, new Uint8Array([0x80]))),
   },
   {
     name: "hpack_table_size_over_limit",
@@ -412,11 +348,12 @@ export const EVIL_CASES: readonly EvilCase[] = [
     expect: 502,
     answer: (p, id) =>
       p.write(
-        frame(
-          FrameType.HEADERS,
-          Flag.END_HEADERS | Flag.END_STREAM,
+        wholeHead(
           id,
-          new Uint8Array([...prefixInt(1 << 30, 5, 0x20), ...hpackBlock([[":status", "200"]])]),
+          new Uint8Array([
+            ...encodePrefixInt(1 << 30, 5, 0x20),
+            ...hpackBlock([[":status", "200"]]),
+          ]),
         ),
       ),
   },
@@ -431,95 +368,51 @@ export const EVIL_CASES: readonly EvilCase[] = [
         dataFrame(id, new Uint8Array(20_000), true),
       ),
   },
-  {
-    name: "window_overflow_connection",
-    description:
-      "WINDOW_UPDATE on stream 0 taking the window above 2^31-1 (RFC 9113 §6.9.1: FLOW_CONTROL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0x7fffffff))).then(() => p.sleep(100)).then(
-        () => p.write(...okAnswer(id)),
-      ),
-  },
-  {
-    name: "window_overflow_stream",
-    description:
-      "WINDOW_UPDATE on the request's stream taking its window above 2^31-1 (RFC 9113 §6.9.1)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.WINDOW_UPDATE, 0, id, u32(0x7fffffff))).then(() => p.sleep(100)).then(
-        () => p.write(...okAnswer(id)),
-      ),
-  },
-  {
-    name: "window_update_zero",
-    description:
-      "WINDOW_UPDATE with increment 0 on stream 0 (RFC 9113 §6.9: connection error PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0))).then(() => p.sleep(100)).then(() =>
-        p.write(...okAnswer(id))
-      ),
-  },
-  {
-    name: "rst_stream_0",
-    description: "RST_STREAM on stream 0 (RFC 9113 §6.4: connection error PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.RST_STREAM, 0, 0, u32(PROTOCOL_ERROR))).then(() => p.sleep(100)).then(
-        () => p.write(...okAnswer(id)),
-      ),
-  },
-  {
-    name: "settings_enable_push_2",
-    description: "SETTINGS_ENABLE_PUSH 2 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.ENABLE_PUSH, 2]]))).then(
-        () => p.sleep(100),
-      ).then(() => p.write(...okAnswer(id))),
-  },
-  {
-    name: "settings_initial_window_too_big",
-    description: "SETTINGS_INITIAL_WINDOW_SIZE 2^31 (RFC 9113 §6.5.2: FLOW_CONTROL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        frame(
-          FrameType.SETTINGS,
-          0,
-          0,
-          settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 0x80000000]]),
-        ),
-      ).then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
-  },
-  {
-    name: "settings_max_frame_too_small",
-    description: "SETTINGS_MAX_FRAME_SIZE 16,383 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.MAX_FRAME_SIZE, 16_383]])))
-        .then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
-  },
-  {
-    name: "settings_bad_length",
-    description: "SETTINGS whose length is not a multiple of 6 (RFC 9113 §6.5: FRAME_SIZE_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.SETTINGS, 0, 0, new Uint8Array(5))).then(() => p.sleep(100)).then(
-        () => p.write(...okAnswer(id)),
-      ),
-  },
-  {
-    name: "settings_on_stream",
-    description:
-      "SETTINGS on the request's stream (RFC 9113 §6.5: connection error PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.SETTINGS, 0, id, new Uint8Array(0))).then(() => p.sleep(100)).then(
-        () => p.write(...okAnswer(id)),
-      ),
-  },
+  violationBeforeAnswer(
+    "window_overflow_connection",
+    "WINDOW_UPDATE on stream 0 taking the window above 2^31-1 (RFC 9113 §6.9.1: FLOW_CONTROL_ERROR)",
+    () => frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0x7fffffff)),
+  ),
+  violationBeforeAnswer(
+    "window_overflow_stream",
+    "WINDOW_UPDATE on the request's stream taking its window above 2^31-1 (RFC 9113 §6.9.1)",
+    (id) => frame(FrameType.WINDOW_UPDATE, 0, id, u32(0x7fffffff)),
+  ),
+  violationBeforeAnswer(
+    "window_update_zero",
+    "WINDOW_UPDATE with increment 0 on stream 0 (RFC 9113 §6.9: connection error PROTOCOL_ERROR)",
+    () => frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0)),
+  ),
+  violationBeforeAnswer(
+    "rst_stream_0",
+    "RST_STREAM on stream 0 (RFC 9113 §6.4: connection error PROTOCOL_ERROR)",
+    () => frame(FrameType.RST_STREAM, 0, 0, u32(PROTOCOL_ERROR)),
+  ),
+  violationBeforeAnswer(
+    "settings_enable_push_2",
+    "SETTINGS_ENABLE_PUSH 2 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
+    () => settings([[SettingId.ENABLE_PUSH, 2]]),
+  ),
+  violationBeforeAnswer(
+    "settings_initial_window_too_big",
+    "SETTINGS_INITIAL_WINDOW_SIZE 2^31 (RFC 9113 §6.5.2: FLOW_CONTROL_ERROR)",
+    () => settings([[SettingId.INITIAL_WINDOW_SIZE, 0x80000000]]),
+  ),
+  violationBeforeAnswer(
+    "settings_max_frame_too_small",
+    "SETTINGS_MAX_FRAME_SIZE 16,383 (RFC 9113 §6.5.2: PROTOCOL_ERROR)",
+    () => settings([[SettingId.MAX_FRAME_SIZE, 16_383]]),
+  ),
+  violationBeforeAnswer(
+    "settings_bad_length",
+    "SETTINGS whose length is not a multiple of 6 (RFC 9113 §6.5: FRAME_SIZE_ERROR)",
+    () => frame(FrameType.SETTINGS, 0, 0, new Uint8Array(5)),
+  ),
+  violationBeforeAnswer(
+    "settings_on_stream",
+    "SETTINGS on the request's stream (RFC 9113 §6.5: connection error PROTOCOL_ERROR)",
+    (id) => frame(FrameType.SETTINGS, 0, id, new Uint8Array(0)),
+  ),
   {
     name: "http1_reply",
     description: "an HTTP/1.1 response instead of the server preface (RFC 9113 §3.4)",
@@ -532,51 +425,30 @@ export const EVIL_CASES: readonly EvilCase[] = [
       return false;
     },
   },
-  {
-    name: "goaway_mid_response",
-    description:
-      "HEADERS and part of a declared 1,000-byte body, then GOAWAY PROTOCOL_ERROR and close",
-    expect: 502,
-    answer: async (p, id) => {
-      await p.write(
-        headersFrame(id, [[":status", "200"], ["content-length", "1000"]], false),
-        dataFrame(id, new Uint8Array(100), false),
-        frame(FrameType.GOAWAY, 0, 0, goawayPayload(id, PROTOCOL_ERROR)),
-      );
-      await p.sleep(50);
-      p.close();
-    },
-  },
-  {
-    name: "goaway_then_close",
-    description:
-      "GOAWAY NO_ERROR naming the request's stream as processed, then close without answering",
-    expect: 502,
-    answer: async (p, id) => {
-      await p.write(frame(FrameType.GOAWAY, 0, 0, goawayPayload(id, NO_ERROR)));
-      await p.sleep(50);
-      p.close();
-    },
-  },
-  {
-    name: "headers_on_even_stream",
-    description:
-      "HEADERS on server-initiated stream 2 never promised (RFC 9113 §5.1.1: PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(2, [[":status", "200"]], true)).then(() => p.sleep(100)).then(() =>
-        p.write(...okAnswer(id))
-      ),
-  },
-  {
-    name: "continuation_without_headers",
-    description:
-      "CONTINUATION on the request's stream with no HEADERS before it (RFC 9113 §6.10: PROTOCOL_ERROR)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(frame(FrameType.CONTINUATION, Flag.END_HEADERS, id, hpackBlock([[":status", "200"]])))
-        .then(() => p.sleep(100)).then(() => p.write(...okAnswer(id))),
-  },
+  closeAfter(
+    "goaway_mid_response",
+    "HEADERS and part of a declared 1,000-byte body, then GOAWAY PROTOCOL_ERROR and close",
+    (id) => [
+      headersFrame(id, [[":status", "200"], ["content-length", "1000"]], false),
+      dataFrame(id, new Uint8Array(100), false),
+      goaway(id, PROTOCOL_ERROR),
+    ],
+  ),
+  closeAfter(
+    "goaway_then_close",
+    "GOAWAY NO_ERROR naming the request's stream as processed, then close without answering",
+    (id) => [goaway(id, NO_ERROR)],
+  ),
+  violationBeforeAnswer(
+    "headers_on_even_stream",
+    "HEADERS on server-initiated stream 2 never promised (RFC 9113 §5.1.1: PROTOCOL_ERROR)",
+    () => headersFrame(2, [[":status", "200"]], true),
+  ),
+  violationBeforeAnswer(
+    "continuation_without_headers",
+    "CONTINUATION on the request's stream with no HEADERS before it (RFC 9113 §6.10: PROTOCOL_ERROR)",
+    (id) => frame(FrameType.CONTINUATION, Flag.END_HEADERS, id, hpackBlock([[":status", "200"]])),
+  ),
   {
     name: "interleaved_headers",
     description:
@@ -594,16 +466,11 @@ export const EVIL_CASES: readonly EvilCase[] = [
     expect: 502,
     answer: (p, id) => p.write(dataFrame(id, "early", true)),
   },
-  {
-    name: "truncated_frame_then_close",
-    description: "a HEADERS frame header claiming 100 bytes, 10 sent, then close",
-    expect: 502,
-    answer: async (p, id) => {
-      await p.write(frameHeader(100, FrameType.HEADERS, Flag.END_HEADERS, id), new Uint8Array(10));
-      await p.sleep(50);
-      p.close();
-    },
-  },
+  closeAfter(
+    "truncated_frame_then_close",
+    "a HEADERS frame header claiming 100 bytes, 10 sent, then close",
+    (id) => [frame(FrameType.HEADERS, Flag.END_HEADERS, id, new Uint8Array(10), 100)],
+  ),
   {
     name: "close_without_answer",
     description: "the connection closed right after the request arrived",
@@ -616,125 +483,85 @@ export const EVIL_CASES: readonly EvilCase[] = [
     expect: 502,
     answer: (p, id) => p.write(frame(FrameType.RST_STREAM, 0, id, u32(0x2))),
   },
-  {
-    name: "status_099",
-    description: ":status 099 (RFC 9110 §15: status codes are 100-599)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(id, [[":status", "099"], ["content-length", "0"]], true)),
-  },
-  {
-    name: "status_600",
-    description: ":status 600 (RFC 9110 §15: status codes are 100-599)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(id, [[":status", "600"], ["content-length", "0"]], true)),
-  },
-  {
-    name: "status_101",
-    description: ":status 101 (RFC 9113 §8.6: no Upgrade in HTTP/2)",
-    expect: 502,
-    answer: (p, id) => p.write(headersFrame(id, [[":status", "101"]], true)),
-  },
-  {
-    name: "status_not_a_number",
-    description: ":status 2x0 (RFC 9113 §8.3.2: a three-digit code)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(id, [[":status", "2x0"], ["content-length", "0"]], true)),
-  },
-  {
-    name: "status_missing",
-    description: "a response HEADERS without :status (RFC 9113 §8.3.2: malformed)",
-    expect: 502,
-    answer: (p, id) => p.write(headersFrame(id, [["content-length", "0"]], true)),
-  },
-  {
-    name: "status_twice",
-    description: "two :status fields (RFC 9113 §8.3: malformed)",
-    expect: 502,
-    answer: (p, id) => p.write(headersFrame(id, [[":status", "200"], [":status", "204"]], true)),
-  },
-  {
-    name: "request_pseudo_in_response",
-    description: "a :path pseudo-header in a response (RFC 9113 §8.3: malformed)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(id, [[":status", "200"], [":path", "/x"], ["content-length", "0"]], true),
-      ),
-  },
-  {
-    name: "pseudo_after_regular",
-    description: ":status after a regular field (RFC 9113 §8.3: malformed)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(id, [["content-length", "0"], [":status", "200"]], true)),
-  },
-  {
-    name: "uppercase_header_name",
-    description: "a field named X-Evil (RFC 9113 §8.2.1: uppercase names are malformed)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(id, [[":status", "200"], ["X-Evil", "1"], ["content-length", "0"]], true),
-      ),
-  },
-  {
-    name: "connection_header",
-    description:
-      "a connection: close field (RFC 9113 §8.2.2: connection-specific fields are malformed)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(
-          id,
-          [[":status", "200"], ["connection", "close"], ["content-length", "0"]],
-          true,
-        ),
-      ),
-  },
-  {
-    name: "transfer_encoding_header",
-    description: "transfer-encoding: chunked (RFC 9113 §8.2.2: connection-specific)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(headersFrame(id, [[":status", "200"], ["transfer-encoding", "chunked"]], true)),
-  },
-  {
-    name: "keep_alive_header",
-    description: "keep-alive: timeout=5 (RFC 9113 §8.2.2: connection-specific)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(
-          id,
-          [[":status", "200"], ["keep-alive", "timeout=5"], ["content-length", "0"]],
-          true,
-        ),
-      ),
-  },
-  {
-    name: "header_value_crlf",
-    description: "a field value with CR LF (RFC 9113 §8.2.1: malformed; response splitting)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(id, [[":status", "200"], ["x-split", "a\r\nset-cookie: evil=1"], [
-          "content-length",
-          "0",
-        ]], true),
-      ),
-  },
-  {
-    name: "header_name_space",
-    description: "a field name with a space (RFC 9113 §8.2.1: malformed)",
-    expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(id, [[":status", "200"], ["x evil", "1"], ["content-length", "0"]], true),
-      ),
-  },
+  malformedHead("status_099", ":status 099 (RFC 9110 §15: status codes are 100-599)", [
+    [":status", "099"],
+    ["content-length", "0"],
+  ]),
+  malformedHead("status_600", ":status 600 (RFC 9110 §15: status codes are 100-599)", [
+    [":status", "600"],
+    ["content-length", "0"],
+  ]),
+  malformedHead("status_101", ":status 101 (RFC 9113 §8.6: no Upgrade in HTTP/2)", [
+    [":status", "101"],
+  ]),
+  malformedHead("status_not_a_number", ":status 2x0 (RFC 9113 §8.3.2: a three-digit code)", [
+    [":status", "2x0"],
+    ["content-length", "0"],
+  ]),
+  malformedHead(
+    "status_missing",
+    "a response HEADERS without :status (RFC 9113 §8.3.2: malformed)",
+    [["content-length", "0"]],
+  ),
+  malformedHead("status_twice", "two :status fields (RFC 9113 §8.3: malformed)", [
+    [":status", "200"],
+    [":status", "204"],
+  ]),
+  malformedHead(
+    "request_pseudo_in_response",
+    "a :path pseudo-header in a response (RFC 9113 §8.3: malformed)",
+    [[":status", "200"], [":path", "/x"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "pseudo_after_regular",
+    ":status after a regular field (RFC 9113 §8.3: malformed)",
+    [["content-length", "0"], [":status", "200"]],
+  ),
+  malformedHead(
+    "uppercase_header_name",
+    "a field named X-Evil (RFC 9113 §8.2.1: uppercase names are malformed)",
+    [[":status", "200"], ["X-Evil", "1"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "connection_header",
+    "a connection: close field (RFC 9113 §8.2.2: connection-specific fields are malformed)",
+    [[":status", "200"], ["connection", "close"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "transfer_encoding_header",
+    "transfer-encoding: chunked (RFC 9113 §8.2.2: connection-specific)",
+    [[":status", "200"], ["transfer-encoding", "chunked"]],
+  ),
+  malformedHead(
+    "keep_alive_header",
+    "keep-alive: timeout=5 (RFC 9113 §8.2.2: connection-specific)",
+    [[":status", "200"], ["keep-alive", "timeout=5"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "header_value_crlf",
+    "a field value with CR LF (RFC 9113 §8.2.1: malformed; response splitting)",
+    [[":status", "200"], ["x-split", "a\r\nset-cookie: evil=1"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "header_name_space",
+    "a field name with a space (RFC 9113 §8.2.1: malformed)",
+    [[":status", "200"], ["x evil", "1"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "header_name_not_token",
+    "a field named x(y) (RFC 9110 §5.1: a field name is a token)",
+    [[":status", "200"], ["x(y)", "1"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "header_value_control",
+    "a field value with a control character 0x01 (RFC 9110 §5.5: invalid)",
+    [[":status", "200"], ["x-ctl", "a\x01b"], ["content-length", "0"]],
+  ),
+  malformedHead(
+    "te_not_trailers",
+    "te: gzip in a response (RFC 9113 §8.2.2: te may only be trailers)",
+    [[":status", "200"], ["te", "gzip"], ["content-length", "0"]],
+  ),
   {
     name: "content_length_mismatch",
     description: "content-length 10 with 5 body bytes and END_STREAM (RFC 9113 §8.1.1: malformed)",
@@ -749,6 +576,7 @@ export const EVIL_CASES: readonly EvilCase[] = [
     name: "content_length_twice",
     description: "two different content-length values (RFC 9110 §8.6: invalid)",
     expect: 502,
+    error: "invalid_response",
     answer: (p, id) =>
       p.write(
         headersFrame(
@@ -846,7 +674,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
         }),
     };
     const buf = new Uint8Array(64 * 1024);
-    let pending = new Uint8Array(0);
+    const frames = new FrameReader();
     const decoder = new HpackDecoder();
     /** The header block of a request HEADERS frame whose CONTINUATION is still to come. */
     let block: { sid: number; bytes: Uint8Array } | null = null;
@@ -864,40 +692,34 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
       // Answers run concurrently, as a server's handlers would.
       evil.answer?.(peer, sid, head).catch(() => {});
     };
-    const read = async (): Promise<boolean> => {
-      let n: number | null = null;
+    /** The next bytes the client sent, or null once it is gone. */
+    const read = async (): Promise<Uint8Array | null> => {
       try {
-        n = await conn.read(buf);
+        const n = await conn.read(buf);
+        return n === null ? null : buf.subarray(0, n);
       } catch {
-        n = null;
+        return null;
       }
-      if (n === null) return false;
-      const next = new Uint8Array(pending.length + n);
-      next.set(pending);
-      next.set(buf.subarray(0, n), pending.length);
-      pending = next;
-      return true;
     };
     try {
-      while (pending.length < PREFACE.length) if (!(await read())) return;
-      pending = pending.subarray(PREFACE.length);
+      let chunk: Uint8Array | null = new Uint8Array(0);
+      while (chunk.length < CLIENT_PREFACE.length) {
+        const more: Uint8Array | null = await read();
+        if (more === null) return;
+        chunk = new Uint8Array([...chunk, ...more]);
+      }
+      chunk = chunk.subarray(CLIENT_PREFACE.length);
       if (evil.onConnect !== undefined && (await evil.onConnect(peer)) === false) return;
-      await peer.write(
-        frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.MAX_CONCURRENT_STREAMS, 100]])),
-      );
-      for (;;) {
-        while (pending.length >= 9) {
-          const len = (pending[0] << 16) | (pending[1] << 8) | pending[2];
-          if (pending.length < 9 + len) break;
-          const type = pending[3];
-          const flags = pending[4];
-          const sid = new DataView(pending.buffer, pending.byteOffset + 5, 4).getUint32(0) &
-            0x7fffffff;
-          const payload = pending.slice(9, 9 + len);
-          pending = pending.subarray(9 + len);
+      await peer.write(settings([[SettingId.MAX_CONCURRENT_STREAMS, 100]]));
+      for (; chunk !== null; chunk = open ? await read() : null) {
+        frames.begin(chunk);
+        while (frames.header() && frames.whole) {
+          const { type, flags, stream: sid } = frames;
+          const payload = frames.buf.slice(frames.start, frames.end);
+          frames.advance();
           evil.onFrame?.(peer, { type, flags, streamId: sid, payload });
           if (type === FrameType.SETTINGS && (flags & Flag.ACK) === 0) {
-            await peer.write(frame(FrameType.SETTINGS, Flag.ACK, 0, new Uint8Array(0)));
+            await peer.write(settings([], true));
           } else if (type === FrameType.PING && (flags & Flag.ACK) === 0) {
             await peer.write(frame(FrameType.PING, Flag.ACK, 0, payload));
           } else if (type === FrameType.HEADERS && sid % 2 === 1) {
@@ -913,7 +735,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
             if (block === null) startAnswer(sid, requestHead(bytes));
           }
         }
-        if (!open || !(await read())) return;
+        frames.keepRest();
       }
     } finally {
       peer.close();
@@ -968,6 +790,6 @@ function headerBlockOf(flags: number, payload: Uint8Array): Uint8Array {
     end -= payload[0];
     start = 1;
   }
-  if (flags & 0x20) start += 5; // PRIORITY
+  if (flags & Flag.PRIORITY) start += 5;
   return payload.subarray(start, Math.max(start, end));
 }

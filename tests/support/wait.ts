@@ -1,0 +1,38 @@
+/**
+ * Bounded waits for tests and benchmarks: {@link sleep} for a pause, and
+ * {@link withTimeout} for a wait that fails, naming what it waited for,
+ * instead of hanging the run.
+ *
+ * @example
+ * ```ts
+ * import { sleep, withTimeout } from "./wait.ts";
+ *
+ * await sleep(10);
+ * const answer = await withTimeout(Promise.resolve(42), 1000, "the answer");
+ * ```
+ *
+ * @module
+ */
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * `p`, or an error naming `what` once `ms` have passed first. The timer
+ * never outlives the race; `p` itself is not cancelled.
+ */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
