@@ -14,6 +14,8 @@
 // deno-lint-ignore-file no-console
 
 import { parseArgs } from "node:util";
+import { sleep } from "../tests/support/wait.ts";
+import { readTarget, TARGET_OPTIONS } from "./target.ts";
 
 /** Connections opened at once. */
 const PARALLEL = 32;
@@ -21,14 +23,9 @@ const PARALLEL = 32;
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: {
-      port: { type: "string" },
-      ca: { type: "string" },
-      count: { type: "string", default: "1000" },
-      host: { type: "string", default: "127.0.0.1" },
-    },
+    options: { ...TARGET_OPTIONS, count: { type: "string", default: "1000" } },
   });
-  const caPem = await Deno.readTextFile(values.ca!);
+  const { host, port, caPem } = await readTarget(values);
   const count = Number(values.count);
   const conns: Deno.QuicConn[] = [];
   let next = 0;
@@ -39,8 +36,8 @@ if (import.meta.main) {
       try {
         conns.push(
           await Deno.connectQuic({
-            hostname: values.host!,
-            port: Number(values.port),
+            hostname: host,
+            port,
             serverName: "localhost",
             caCerts: [caPem],
             alpnProtocols: ["h3"],
@@ -65,6 +62,6 @@ if (import.meta.main) {
     }
   }
   // give the close frames a moment to leave
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   Deno.exit(0);
 }

@@ -22,6 +22,8 @@
 import { parseArgs } from "node:util";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { quantile } from "../shared/stats.ts";
+import { sleep } from "../tests/support/wait.ts";
+import { readTarget, TARGET_OPTIONS } from "./target.ts";
 
 /** Background requests are issued on this tick (ms). */
 const TICK_MS = 5;
@@ -39,25 +41,23 @@ if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      port: { type: "string" },
-      ca: { type: "string" },
+      ...TARGET_OPTIONS,
       requests: { type: "string", default: "1000" },
       warmup: { type: "string", default: "50" },
       "bg-rate": { type: "string", default: "0" },
       "bg-conns": { type: "string", default: "4" },
     },
   });
-  const port = Number(values.port);
-  const caPem = await Deno.readTextFile(values.ca!);
+  const { host, port, caPem } = await readTarget(values);
   const requests = Number(values.requests);
   const warmup = Number(values.warmup);
   const bgRate = Number(values["bg-rate"]);
   const bgConns = Number(values["bg-conns"]);
 
-  const fg = await H3TestClient.connect(port, caPem);
+  const fg = await H3TestClient.connect(port, caPem, host);
   const bg: H3TestClient[] = [];
   for (let i = 0; i < (bgRate > 0 ? bgConns : 0); i++) {
-    bg.push(await H3TestClient.connect(port, caPem));
+    bg.push(await H3TestClient.connect(port, caPem, host));
   }
   let bgSent = 0;
   let bgOk = 0;
@@ -88,7 +88,7 @@ if (import.meta.main) {
         pending.add(p);
       }
     }, TICK_MS);
-    await new Promise((r) => setTimeout(r, 500)); // let the load settle
+    await sleep(500); // let the load settle
   }
   const samples: number[] = [];
   for (let i = 0; i < warmup + requests; i++) {

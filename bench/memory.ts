@@ -8,7 +8,8 @@
  */
 
 import type { IdleResult, StreamResult } from "./results.ts";
-import { type Env, ROOT, run, type Server, sleep, start } from "./servers.ts";
+import { type Env, ROOT, run, type Server, start } from "./servers.ts";
+import { sleep } from "../tests/support/wait.ts";
 
 /** VmRSS of a process in KiB (NaN once it is gone). */
 export function rssKiB(pid: number): number {

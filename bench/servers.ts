@@ -7,6 +7,8 @@
  * @module
  */
 
+import { freePort } from "../tests/support/free_port.ts";
+
 /** The repository root (with a trailing slash). */
 export const ROOT: string = new URL("../", import.meta.url).pathname;
 
@@ -45,9 +47,6 @@ export interface ServerSpec {
 
 /** A running server. */
 export type Server = Proc & { port: number; spec: ServerSpec };
-
-/** Resolves after `ms` milliseconds. */
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function drainLines(
   stream: ReadableStream<Uint8Array>,
@@ -151,13 +150,6 @@ export async function has(cmd: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 /** Starts the neutral h2c backend. */

@@ -16,6 +16,7 @@
 import { parseArgs } from "node:util";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
+import { sleep } from "../tests/support/wait.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -80,7 +81,7 @@ export async function measureStartup(
       } finally {
         await client?.close();
       }
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(5);
     }
   } finally {
     try {
@@ -92,6 +93,45 @@ export async function measureStartup(
   }
 }
 
+/** What {@link measureStartup} starts the proxy with: a configuration over a running backend. */
+export interface StartupSetup {
+  /** The proxy's configuration file (port 0, one pool on `/` over the backend). */
+  configPath: string;
+  /** The CA that signed the proxy's certificate, PEM. */
+  caPem: string;
+  /** Stops the backend and removes the files. */
+  close(): Promise<void>;
+}
+
+/** Starts an h2c backend in this process and writes a configuration routing to it. */
+export async function startupSetup(tcpFallback = false): Promise<StartupSetup> {
+  const backend = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("ok"),
+  );
+  const dir = await Deno.makeTempDir({ prefix: "spooky-startup-" });
+  const close = async () => {
+    await backend.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  };
+  try {
+    const certs = await ensureDevCerts(dir);
+    const configPath = `${dir}/config.yaml`;
+    await Deno.writeTextFile(
+      configPath,
+      `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: ${tcpFallback}, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "127.0.0.1:${backend.addr.port}"}]}
+`,
+    );
+    return { configPath, caPem: await Deno.readTextFile(certs.caPath), close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     args: Deno.args,
@@ -100,28 +140,11 @@ async function main(): Promise<void> {
       "tcp-fallback": { type: "boolean", default: false },
     },
   });
-  const backend = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () => new Response("ok"),
-  );
-  const dir = await Deno.makeTempDir({ prefix: "spooky-startup-" });
+  const setup = await startupSetup(values["tcp-fallback"]);
   try {
-    const certs = await ensureDevCerts(dir);
-    const configPath = `${dir}/config.yaml`;
-    await Deno.writeTextFile(
-      configPath,
-      `version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: ${
-        values["tcp-fallback"]
-      }, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "127.0.0.1:${backend.addr.port}"}]}
-`,
-    );
-    const ca = await Deno.readTextFile(certs.caPath);
     const samples: StartupSample[] = [];
     for (let i = 0; i < Number(values.runs); i++) {
-      const s = await measureStartup(configPath, ca);
+      const s = await measureStartup(setup.configPath, setup.caPem);
       samples.push(s);
       console.log(
         `run ${i + 1}: listening ${s.listeningMs.toFixed(0)} ms, first request ${
@@ -135,8 +158,7 @@ upstream:
         `first request ${median(samples.map((s) => s.firstRequestMs)).toFixed(0)} ms`,
     );
   } finally {
-    await backend.shutdown();
-    await Deno.remove(dir, { recursive: true });
+    await setup.close();
   }
 }
 

@@ -4,6 +4,7 @@
  * @module
  */
 import { createApp, type PaymentsDeps } from "./app.ts";
+import { createPaymentsService } from "./server.ts";
 
 /** Fixed test time: 2026-06-15T12:00:00Z. */
 export const TEST_NOW = new Date("2026-06-15T12:00:00.000Z");
@@ -52,11 +53,12 @@ export function harness(
   kv: Deno.Kv,
   opts: { basePaths?: string[]; now?: () => Date; deps?: Partial<PaymentsDeps> } = {},
 ): Harness {
+  const now = opts.now ?? (() => TEST_NOW);
   const app = createApp({
-    kv,
+    service: createPaymentsService({ kv, now }),
     tokens: [TEST_TOKEN, "second-token"],
     basePaths: opts.basePaths,
-    now: opts.now ?? (() => TEST_NOW),
+    now,
     ...opts.deps,
   });
   return {

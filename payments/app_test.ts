@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ErrorEnvelope, Health } from "../shared/payments_schemas.ts";
 import { ALL_ENDPOINTS, createApp } from "./app.ts";
+import { createPaymentsService } from "./server.ts";
 import { honoPath } from "./routes/_endpoint.ts";
 import { CARD, countKeys, failingCommits, harness, rejectWith, TEST_TOKEN } from "./_testing.ts";
 
@@ -159,7 +160,7 @@ Deno.test("GET /docs serves a self-contained page without external resources", a
 
 Deno.test("createApp requires a token", async () => {
   const kv = await Deno.openKv(":memory:");
-  assert.throws(() => createApp({ kv, tokens: [] }));
+  assert.throws(() => createApp({ service: createPaymentsService({ kv }), tokens: [] }));
   kv.close();
 });
 
@@ -214,7 +215,8 @@ Deno.test("a body without Content-Length is streamed: chunks join into one JSON 
 Deno.test("a write the store cannot commit for a locked database is 503 with Retry-After, nothing stored", async () => {
   const kv = await Deno.openKv(":memory:");
   const locked = failingCommits(kv, rejectWith("database is locked"));
-  const app = createApp({ kv: locked, tokens: ["t"], lockedWaitMs: 20 });
+  const service = createPaymentsService({ kv: locked, lockedWaitMs: 20 });
+  const app = createApp({ service, tokens: ["t"] });
   const res = await app.request("/vendor/v4/payments/charges", {
     method: "POST",
     headers: { authorization: "Bearer t", "content-type": "application/json" },
@@ -234,7 +236,11 @@ Deno.test("a write the store cannot commit for a locked database is 503 with Ret
 
 Deno.test("a request body that stalls is 408 PMT-4008 after the body deadline, not a request held forever", async () => {
   const kv = await Deno.openKv(":memory:");
-  const app = createApp({ kv, tokens: ["t"], bodyTimeoutMs: 50 });
+  const app = createApp({
+    service: createPaymentsService({ kv }),
+    tokens: ["t"],
+    bodyTimeoutMs: 50,
+  });
   const started = performance.now();
   const stalled = new ReadableStream<Uint8Array>({
     start(c) {

@@ -18,11 +18,11 @@
 import { parseArgs } from "node:util";
 import { setupLogging } from "../shared/logging.ts";
 import { VERSION } from "../shared/version.ts";
-import { DEFAULT_BASE_PATHS, KV_CONNECT_MAX_CHECKS } from "./app.ts";
+import { DEFAULT_BASE_PATHS } from "./app.ts";
 import { parseCidr } from "../shared/cidr.ts";
 import { INFO_LINK } from "./domain/errors.ts";
 import { DEFAULT_CONNECTION_LIMITS } from "../shared/serve_connections.ts";
-import { startPaymentsServer } from "./server.ts";
+import { KV_CONNECT_MAX_CHECKS, startPaymentsServer } from "./server.ts";
 import { isDatabaseLocked } from "./store/commit_batcher.ts";
 
 /** Default KV location. */

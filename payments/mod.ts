@@ -19,16 +19,22 @@ export {
   DEFAULT_BASE_PATH,
   DEFAULT_BASE_PATHS,
   DEFAULT_CORS_ORIGINS,
-  INTUIT_TID,
   type PaymentsDeps,
 } from "./app.ts";
+export { INTUIT_TID, type PaymentsEnv } from "./middleware.ts";
 export { rateLimitAddress, type TrustedPeers, trustedPeers } from "./client_address.ts";
 export {
+  createPaymentsService,
   generateToken,
+  KV_CONNECT_MAX_CHECKS,
   type PaymentsServer,
   type PaymentsServerOptions,
+  type PaymentsServiceOptions,
   startPaymentsServer,
 } from "./server.ts";
+export { PaymentsService, type ServiceDeps } from "./service.ts";
+export { type ChangeOptions, type CommitPlan, PaymentsStore, type Reply } from "./store/mod.ts";
+export type { ErrorEnvelope, ErrorItem } from "../shared/payments_wire.ts";
 export { PaymentsError } from "./domain/errors.ts";
 export type { ErrorDetail, PaymentsErrorKind } from "./domain/errors.ts";
 export type { IdGenerator } from "./domain/ids.ts";

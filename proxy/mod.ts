@@ -33,6 +33,7 @@ export type {
   COUNTER_NAMES,
   CounterName,
   CounterSet,
+  Histogram,
   HistogramSnapshot,
   MetricsView,
   ProxyMetrics,

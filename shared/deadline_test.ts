@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { deadline, idleWatch, settledWithin } from "./deadline.ts";
+import { sleep } from "../tests/support/wait.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -38,24 +39,23 @@ Deno.test("idleWatch: fires once after ms without a touch; touches push it back;
   let fired = 0;
   const w = idleWatch(40, () => fired++);
   for (let i = 0; i < 5; i++) {
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     w.touch();
   }
   assert.equal(fired, 0, "touched every 20 ms: never idle for 40 ms");
-  await new Promise((r) => setTimeout(r, 90));
+  await sleep(90);
   assert.equal(fired, 1);
   w.touch();
-  await new Promise((r) => setTimeout(r, 90));
+  await sleep(90);
   assert.equal(fired, 1, "fires once");
   let other = 0;
   const c = idleWatch(20, () => other++);
   c.cancel();
-  await new Promise((r) => setTimeout(r, 60));
+  await sleep(60);
   assert.equal(other, 0);
 });
 
 Deno.test("idleWatch pause: short waits touched and paused in time never fire; a paused watch never fires; a touch re-arms it, and it still fires once", async () => {
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   let late = 0;
   const d = idleWatch(60, () => late++);
   d.pause();

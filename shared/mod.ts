@@ -2,8 +2,11 @@
  * Pieces used by both the proxy and the payments API: logging setup, byte
  * helpers, deadlines, the bearer-token check, constant-time comparison, statistics for the
  * benchmarks, the product version, and the development certificates
- * (`certs/`). The payments wire schemas (`payments_schemas.ts`) are imported
- * directly by the payments API and its clients.
+ * (`certs/`). The payments wire schemas (`payments_schemas.ts`) and their
+ * types spelt out (`payments_wire.ts`, re-exported by the payments packages
+ * whose signatures name them) are imported directly by the payments API and
+ * its clients. `serve_connections.ts` is the TCP server with connection
+ * limits that the payments API and the proxy's TCP listeners share.
  *
  * @example
  * ```ts

@@ -91,7 +91,10 @@
  *
  * @module
  */
-import { getLogger, type Logger } from "@logtape/logtape";
+import { getLogger } from "@logtape/logtape";
+import { type Connection, ConnectionTable } from "./connection_table.ts";
+import { closeQuietly, serveOnConnection, WarnOnce } from "./serve_on_connection.ts";
+import { TlsRelay } from "./tls_relay.ts";
 
 /** Limits applied by {@link serveConnections}. */
 export interface ConnectionLimits {
@@ -202,43 +205,6 @@ export interface TlsPair {
   key: string;
 }
 
-/** The runtime's HTTP server for one accepted connection. */
-interface ConnectionHttp {
-  finished: Promise<void>;
-  shutdown(): Promise<void>;
-}
-
-/**
- * What `serveHttpOnConnection` does with its second argument: it registers a
- * listener for `abort` that cancels the connection at once. We take that
- * listener instead of passing an `AbortSignal`, so that cancelling can be
- * called in a `try` (once the connection is gone, it throws `BadResource`,
- * which from an `AbortSignal` listener would be an uncaught error).
- */
-interface CancelHook {
-  addEventListener(type: string, listener: () => void, options?: unknown): void;
-}
-
-type ServeOnConnection = (
-  conn: Deno.Conn,
-  cancel: CancelHook,
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-  onError: (error: unknown) => Response | Promise<Response>,
-  onListen: (scheme: string) => void,
-) => ConnectionHttp;
-
-function findServeOnConnection(): ServeOnConnection | undefined {
-  const internalKey = (Deno as unknown as { internal?: symbol }).internal;
-  if (typeof internalKey !== "symbol") return undefined;
-  const internals = (Deno as unknown as Record<symbol, Record<string, unknown> | undefined>)[
-    internalKey
-  ];
-  const fn = internals?.serveHttpOnConnection;
-  return typeof fn === "function" && fn.length === 5 ? fn as ServeOnConnection : undefined;
-}
-
-const serveOnConnection = findServeOnConnection();
-
 /**
  * True when the running Deno can serve HTTP on a connection we accepted
  * (Deno 2.9's internal `serveHttpOnConnection`); {@link serveConnections}
@@ -246,95 +212,6 @@ const serveOnConnection = findServeOnConnection();
  */
 export function perConnectionServeAvailable(): boolean {
   return serveOnConnection !== undefined;
-}
-
-function isTls(conn: Deno.Conn): conn is Deno.TlsConn {
-  return typeof (conn as Partial<Deno.TlsConn>).handshake === "function";
-}
-
-/** Check a limit: a positive integer. */
-function positive(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new RangeError(`${name} must be a positive integer, got ${value}`);
-  }
-  return value;
-}
-
-function closeQuietly(conn: Deno.Conn | Deno.Listener | undefined): void {
-  try {
-    conn?.close();
-  } catch {
-    // already closed
-  }
-}
-
-/** One accepted connection. */
-interface Connection {
-  http?: ConnectionHttp;
-  cancel?: () => void;
-  /** Requests whose response is not fully sent yet. */
-  inFlight: number;
-  /** Whether a request head has ever arrived. */
-  served: boolean;
-  /** Set by every request start and end; cleared by the sweep. */
-  touched: boolean;
-  /** `performance.now()` when the sweep last saw it busy or touched (or when accepted). */
-  quietSince: number;
-  closing: boolean;
-  /** A TLS connection whose handshake is not done: it cannot be closed yet. */
-  handshaking?: boolean;
-  /** Relayed (serveTlsConnections): the client's connection and the loopback one. */
-  relay?: Relay;
-}
-
-/** The sockets of one relayed connection. */
-interface Relay {
-  front: Deno.Conn;
-  back?: Deno.Conn;
-  /** The loopback listener it was sent to. */
-  side?: TlsSide;
-  /** Loopback connection accepted on the TLS side. */
-  inner?: Deno.Conn;
-  /** Pumps still copying (0, 1 or 2). */
-  pumping: number;
-  /** Whether the loopback connection has been accepted (or given up). */
-  matched: boolean;
-  /** Resolved when its record is gone. */
-  ended: PromiseWithResolvers<void>;
-}
-
-/** A loopback TLS listener of {@link serveTlsConnections}. */
-interface TlsSide {
-  listener: Deno.TlsListener;
-  port: number;
-  /** Relays connected (or connecting) to it and not yet accepted. */
-  pending: number;
-  /** Replaced by a newer certificate: closed once nothing is pending. */
-  retired: boolean;
-  /** Relay connects under way, by the order they began in (a Set keeps it: oldest first). */
-  connecting: Set<number>;
-  /**
-   * Accepted before their relay's connect completed, by remote port, with
-   * the number of connects begun by then: it can only be one of those.
-   */
-  unmatched: Map<number, { conn: Deno.Conn; begunBefore: number }>;
-}
-
-/** Once per interval: how many times something happened, logged as one warning. */
-class WarnOnce {
-  #count = 0;
-  #last = -Infinity;
-  constructor(readonly everyMs: number) {}
-  /** Counts one event; returns how many to report if a warning is due now. */
-  due(): number | undefined {
-    this.#count++;
-    const now = performance.now();
-    if (now - this.#last < this.everyMs) return undefined;
-    this.#last = now;
-    const n = this.#count;
-    this.#count = 0;
-    return n;
-  }
 }
 
 /**
@@ -357,7 +234,7 @@ export function serveConnections(
   handler: Deno.ServeHandler<Deno.NetAddr>,
   opts: ServeConnectionsOptions = {},
 ): ConnectionServer {
-  return startServer(listener, handler, opts, undefined);
+  return new LimitedServer(listener, handler, opts, undefined);
 }
 
 /**
@@ -389,132 +266,176 @@ export function serveTlsConnections(
   handler: Deno.ServeHandler<Deno.NetAddr>,
   opts: ServeConnectionsOptions = {},
 ): TlsConnectionServer {
-  return startServer(listener, handler, opts, tls) as TlsConnectionServer;
+  return new LimitedServer(listener, handler, opts, tls);
 }
 
-function startServer(
-  listener: Deno.Listener<Deno.Conn, Deno.NetAddr> | Deno.TlsListener,
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-  opts: ServeConnectionsOptions,
-  tls: TlsPair | undefined,
-): ConnectionServer | TlsConnectionServer {
-  const serveOn: ServeOnConnection | undefined = serveOnConnection;
-  if (serveOn === undefined) {
-    throw new Error(
-      "this Deno cannot serve HTTP on an accepted connection (no internal serveHttpOnConnection); " +
-        "use Deno 2.9",
-    );
+/** Check a limit: a positive integer. */
+function positive(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
   }
-  const limits: ConnectionLimits = {
-    maxConnections: positive(
-      "maxConnections",
-      opts.limits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
-    ),
-    headerTimeoutMs: positive(
-      "headerTimeoutMs",
-      opts.limits?.headerTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.headerTimeoutMs,
-    ),
-    idleTimeoutMs: positive(
-      "idleTimeoutMs",
-      opts.limits?.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
-    ),
-  };
-  const log: Logger = getLogger(opts.logCategory ?? ["payments", "connections"]);
-  const name = opts.name ?? "listener";
-  const setting = opts.maxConnectionsSetting ?? "--max-connections";
-  const onError = opts.onError ?? ((error: unknown): Response => {
-    log.error("{name}: request failed: {error}", { name, error });
-    return new Response("Internal Server Error", { status: 500 });
-  });
-  const warnEveryMs = opts.warnEveryMs ?? 10_000;
-  const refusedWarning = new WarnOnce(warnEveryMs);
-  const shedWarning = new WarnOnce(warnEveryMs);
-  const strangerWarning = new WarnOnce(warnEveryMs);
-  const acceptWarning = new WarnOnce(warnEveryMs);
-  const stats: ConnectionStats = {
-    open: 0,
-    accepted: 0,
-    refused: 0,
-    shed: 0,
-    headerTimeouts: 0,
-    idleTimeouts: 0,
-    acceptErrors: 0,
-    ...(tls === undefined ? {} : { notRelayed: 0 }),
-  };
-  const open = new Set<Connection>();
-  // The connections a newcomer at the cap may shed, oldest first (a Set
-  // keeps insertion order): those with no request head yet, by accept; those
-  // idle between requests, by when their last response ended.
-  const waiting = new Set<Connection>();
-  const idle = new Set<Connection>();
-  let stopping = false;
-  let wake: (() => void) | undefined;
-  let pause: ReturnType<typeof setTimeout> | undefined;
+  return value;
+}
 
-  // Relay mode: the loopback TLS listener new connections go to, older ones
-  // still draining, relays by the local port of their loopback socket (which
-  // is the remote port the TLS side sees), and connections to a loopback
-  // listener that no relay opened, held until Deno can close them.
-  let side: TlsSide | undefined;
-  const sides = new Set<TlsSide>();
-  const byPort = new Map<number, Connection>();
-  const strangers = new Set<Deno.Conn>();
-  let connectsBegun = 0;
-  const sideLoops: Promise<void>[] = [];
-  if (tls !== undefined) side = openSide(tls);
+/** `opts.limits`, each missing one taking its default, checked. */
+function limitsOf(opts: ServeConnectionsOptions): ConnectionLimits {
+  const given = opts.limits ?? {};
+  const d = DEFAULT_CONNECTION_LIMITS;
+  return {
+    maxConnections: positive("maxConnections", given.maxConnections ?? d.maxConnections),
+    headerTimeoutMs: positive("headerTimeoutMs", given.headerTimeoutMs ?? d.headerTimeoutMs),
+    idleTimeoutMs: positive("idleTimeoutMs", given.idleTimeoutMs ?? d.idleTimeoutMs),
+  };
+}
 
-  const sweepMs = Math.min(
-    1000,
-    Math.max(50, Math.floor(Math.min(limits.headerTimeoutMs, limits.idleTimeoutMs) / 4)),
-  );
-  const sweeper = setInterval(() => {
-    const now = performance.now();
-    for (const c of open) {
-      if (c.closing) continue;
-      if (c.inFlight > 0 || c.touched) {
-        c.touched = false;
-        c.quietSince = now;
+function isTls(conn: Deno.Conn): conn is Deno.TlsConn {
+  return typeof (conn as Partial<Deno.TlsConn>).handshake === "function";
+}
+
+/**
+ * The server of {@link serveConnections} and {@link serveTlsConnections}:
+ * the accept loop and the shutdown; the connections are kept by a
+ * {@link ConnectionTable}, relayed ones by a {@link TlsRelay}.
+ */
+class LimitedServer implements TlsConnectionServer {
+  readonly addr: Deno.NetAddr;
+  readonly limits: Readonly<ConnectionLimits>;
+  readonly #listener: Deno.Listener<Deno.Conn, Deno.NetAddr> | Deno.TlsListener;
+  readonly #table: ConnectionTable;
+  readonly #relay: TlsRelay | undefined;
+  readonly #refusedWarning: WarnOnce;
+  readonly #setting: string;
+  readonly #acceptLoop: Promise<void>;
+  /** Ends the pause after failed accepts early (when stopping). */
+  #wake: (() => void) | undefined;
+  #pause: ReturnType<typeof setTimeout> | undefined;
+  #shut: Promise<void> | undefined;
+
+  constructor(
+    listener: Deno.Listener<Deno.Conn, Deno.NetAddr> | Deno.TlsListener,
+    handler: Deno.ServeHandler<Deno.NetAddr>,
+    opts: ServeConnectionsOptions,
+    tls: TlsPair | undefined,
+  ) {
+    const serveOn = serveOnConnection;
+    if (serveOn === undefined) {
+      throw new Error(
+        "this Deno cannot serve HTTP on an accepted connection (no internal " +
+          "serveHttpOnConnection); use Deno 2.9",
+      );
+    }
+    const limits = limitsOf(opts);
+    const log = getLogger(opts.logCategory ?? ["payments", "connections"]);
+    const name = opts.name ?? "listener";
+    const warnEveryMs = opts.warnEveryMs ?? 10_000;
+    this.#setting = opts.maxConnectionsSetting ?? "--max-connections";
+    this.#table = new ConnectionTable({
+      limits,
+      handler,
+      onError: opts.onError ?? ((error: unknown): Response => {
+        log.error("{name}: request failed: {error}", { name, error });
+        return new Response("Internal Server Error", { status: 500 });
+      }),
+      serveOn,
+      log,
+      name,
+      setting: this.#setting,
+      warnEveryMs,
+      relayed: tls !== undefined,
+    });
+    this.#refusedWarning = new WarnOnce(warnEveryMs, (count) =>
+      log.warn(
+        "{name}: {max} connections open ({setting}): refused {count} new connection(s) " +
+          "since the last warning (none could be shed: each was serving a request or in " +
+          "a TLS handshake Deno cannot cut short)",
+        { name, max: limits.maxConnections, setting: this.#setting, count },
+      ));
+    this.#relay = tls === undefined ? undefined : new TlsRelay(this.#table, tls, warnEveryMs);
+    this.#table.startSweeping();
+    this.#listener = listener;
+    this.addr = listener.addr;
+    this.limits = Object.freeze({ ...limits });
+    this.#acceptLoop = this.#acceptAll();
+  }
+
+  stats(): ConnectionStats {
+    return { ...this.#table.stats };
+  }
+
+  shutdown(): Promise<void> {
+    this.#shut ??= this.#drain();
+    return this.#shut;
+  }
+
+  close(): void {
+    this.#stop();
+    for (const c of this.#table.openConnections()) this.#table.cancel(c);
+  }
+
+  setCertificate(cert: string, key: string): void {
+    if (this.#relay === undefined) {
+      throw new Error(
+        `${this.#table.name}: the certificate of a listener given to serveConnections is fixed`,
+      );
+    }
+    if (this.#table.stopped) return;
+    this.#relay.setCertificate({ cert, key });
+  }
+
+  async #acceptAll(): Promise<void> {
+    let pauseMs = 0;
+    while (!this.#table.stopped) {
+      let conn: Deno.Conn;
+      try {
+        conn = await this.#listener.accept();
+      } catch (err) {
+        if (
+          this.#table.stopped || err instanceof Deno.errors.BadResource ||
+          err instanceof Deno.errors.Interrupted
+        ) {
+          break;
+        }
+        pauseMs = Math.min(1000, pauseMs === 0 ? 10 : pauseMs * 2);
+        this.#table.acceptFailed(err, pauseMs);
+        await this.#pauseFor(pauseMs);
         continue;
       }
-      const limit = c.served ? limits.idleTimeoutMs : limits.headerTimeoutMs;
-      if (now - c.quietSince < limit) continue;
-      if (c.served) stats.idleTimeouts++;
-      else stats.headerTimeouts++;
-      if (c.handshaking) {
-        c.closing = true; // counted once; it leaves when its handshake ends
-        log.debug("{name}: a TLS handshake has taken longer than the header timeout ({ms} ms)", {
-          name,
-          ms: limits.headerTimeoutMs,
-        });
-        continue;
+      pauseMs = 0;
+      if (this.#table.stopped) {
+        conn.close();
+        break;
       }
-      log.debug("{name}: closing a connection: {what} timeout ({ms} ms)", {
-        name,
-        what: c.served ? "idle" : "header",
-        ms: limit,
-      });
-      cancel(c);
+      this.#admit(conn);
     }
-  }, sweepMs);
+  }
 
-  /**
-   * Closes a connection at once (nothing is in flight on it). Not
-   * gracefully: the runtime's graceful close cannot be cut short later (the
-   * connection can no longer be cancelled), and on HTTP/2 it waits for the
-   * client to answer a PING, which a hostile client never does. An HTTP/2
-   * client whose next request races this close sees its connection reset;
-   * a client pool idle timeout below the idle timeout avoids that.
-   */
-  function cancel(c: Connection): void {
-    c.closing = true;
-    waiting.delete(c);
-    idle.delete(c);
-    try {
-      c.cancel?.();
-    } catch {
-      // already closed
+  /** Waits `ms` after failed accepts, or until the server stops. */
+  async #pauseFor(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      this.#pause = setTimeout(resolve, ms);
+    });
+    this.#wake = undefined;
+    this.#pause = undefined;
+  }
+
+  /** Serves an accepted connection, or refuses it at the cap when none can be shed. */
+  #admit(conn: Deno.Conn): void {
+    const table = this.#table;
+    if (table.size >= this.limits.maxConnections && !table.shedOne()) {
+      this.#refuse(conn);
+      return;
     }
-    if (c.relay) closeRelay(c.relay);
+    table.stats.accepted++;
+    if (this.#relay !== undefined) this.#relay.relay(conn);
+    else if (isTls(conn)) this.#handshakeThenServe(conn);
+    else this.#serve(conn);
+  }
+
+  #refuse(conn: Deno.Conn): void {
+    this.#table.stats.refused++;
+    closeQuietly(conn);
+    this.#refusedWarning.note();
   }
 
   /**
@@ -526,504 +447,67 @@ function startServer(
    * until its handshake ends, past the header timeout if need be: the cap
    * keeps telling the truth about descriptors.
    */
-  async function handshakeThenServe(conn: Deno.TlsConn, serveOn: ServeOnConnection): Promise<void> {
-    const c = newConnection();
+  async #handshakeThenServe(conn: Deno.TlsConn): Promise<void> {
+    const table = this.#table;
+    const c = table.create();
     c.handshaking = true;
-    track(c);
+    table.track(c);
     try {
       await conn.handshake();
     } catch (err) {
-      log.debug("{name}: TLS handshake failed: {error}", { name, error: err });
-      untrack(c);
+      table.log.debug("{name}: TLS handshake failed: {error}", { name: table.name, error: err });
+      table.untrack(c);
       closeQuietly(conn);
       return;
     }
-    untrack(c);
-    if (stopping) {
+    table.untrack(c);
+    if (table.stopped) {
       conn.close();
       return;
     }
-    serve(conn, serveOn, c.quietSince);
+    this.#serve(conn, c.quietSince);
   }
 
-  /**
-   * Hands `conn` to the runtime's HTTP server; `c` is its record (new, or a
-   * relayed connection's, already counted), `remote` the address the handler
-   * is told (a relay's client).
-   */
-  function serveWith(
-    conn: Deno.Conn,
-    serveOn: ServeOnConnection,
-    c: Connection,
-    remote?: Deno.NetAddr,
-  ): boolean {
-    const done = () => {
-      c.touched = true;
-      if (--c.inFlight === 0 && !c.closing && open.has(c)) idle.add(c);
-    };
-    const perConnection: Deno.ServeHandler<Deno.NetAddr> = (req, info) => {
-      if (!c.served) waiting.delete(c);
-      else if (c.inFlight === 0) idle.delete(c);
-      c.inFlight++;
-      c.served = true;
-      c.touched = true;
-      info.completed.then(done, done);
-      return handler(
-        req,
-        remote === undefined ? info : { remoteAddr: remote, completed: info.completed },
-      );
-    };
-    const hook: CancelHook = {
-      addEventListener(type, listener) {
-        if (type === "abort") c.cancel = listener;
-      },
-    };
-    try {
-      c.http = serveOn(conn, hook, perConnection, onError, () => {});
-    } catch (err) {
-      log.warn("{name}: cannot serve an accepted connection: {error}", { name, error: err });
-      closeQuietly(conn);
-      return false;
-    }
-    return true;
-  }
-
-  function serve(conn: Deno.Conn, serveOn: ServeOnConnection, since = performance.now()): void {
-    const c = newConnection(since);
-    if (!serveWith(conn, serveOn, c)) return;
-    track(c);
-    const closed = () => untrack(c);
+  #serve(conn: Deno.Conn, since: number = performance.now()): void {
+    const table = this.#table;
+    const c: Connection = table.create(since);
+    if (!table.serve(conn, c)) return;
+    table.track(c);
+    const closed = () => table.untrack(c);
     c.http!.finished.then(closed, (err) => {
-      log.debug("{name}: connection ended with an error: {error}", { name, error: err });
+      table.log.debug("{name}: connection ended with an error: {error}", {
+        name: table.name,
+        error: err,
+      });
       closed();
     });
   }
 
-  // --- relay mode ---------------------------------------------------------
-
-  function openSide(pair: TlsPair): TlsSide {
-    const l = Deno.listenTls({
-      hostname: "127.0.0.1",
-      port: 0,
-      cert: pair.cert,
-      key: pair.key,
-      alpnProtocols: ["h2", "http/1.1"],
-    });
-    const s: TlsSide = {
-      listener: l,
-      port: l.addr.port,
-      pending: 0,
-      retired: false,
-      connecting: new Set(),
-      unmatched: new Map(),
-    };
-    sides.add(s);
-    sideLoops.push(sideAcceptLoop(s));
-    return s;
+  #stop(): void {
+    if (this.#table.stopped) return;
+    this.#table.stop();
+    if (this.#pause !== undefined) clearTimeout(this.#pause);
+    this.#wake?.();
+    closeQuietly(this.#listener);
+    this.#relay?.stop();
   }
 
-  function retireIfDone(s: TlsSide): void {
-    if (s.retired && s.pending === 0 && sides.has(s)) {
-      sides.delete(s);
-      closeQuietly(s.listener);
-    }
-  }
-
-  /** Accepts the loopback connections of relays and serves them. */
-  async function sideAcceptLoop(s: TlsSide): Promise<void> {
-    let pauseMs = 0;
-    for (;;) {
-      let conn: Deno.Conn;
-      try {
-        conn = await s.listener.accept();
-      } catch (err) {
-        if (
-          !sides.has(s) || err instanceof Deno.errors.BadResource ||
-          err instanceof Deno.errors.Interrupted
-        ) {
-          return;
-        }
-        // Out of descriptors: the relay waiting for this one is closed by
-        // its header timeout if it is never taken.
-        pauseMs = Math.min(1000, pauseMs === 0 ? 10 : pauseMs * 2);
-        noteAcceptError(err, pauseMs);
-        await new Promise((r) => setTimeout(r, pauseMs));
-        continue;
-      }
-      pauseMs = 0;
-      const port = (conn.remoteAddr as Deno.NetAddr).port;
-      const c = byPort.get(port);
-      if (c !== undefined) match(c, conn);
-      else if (connectUnderWay(s, connectsBegun)) {
-        // Its relay has not heard its connect complete yet: it takes it from
-        // here, or settleUnmatched finds it is nobody's.
-        s.unmatched.set(port, { conn, begunBefore: connectsBegun });
-      } else refuseStranger(conn);
-    }
-  }
-
-  /** Whether a relay connect to `s` begun before the `begunBefore`-th one is still under way. */
-  function connectUnderWay(s: TlsSide, begunBefore: number): boolean {
-    const oldest: number | undefined = s.connecting.values().next().value;
-    return oldest !== undefined && oldest < begunBefore;
-  }
-
-  /**
-   * After a relay connect to `s` completes: a connection accepted there that
-   * no connect under way when it was accepted can still claim is a stranger.
-   */
-  function settleUnmatched(s: TlsSide): void {
-    for (const [port, { conn, begunBefore }] of s.unmatched) {
-      if (connectUnderWay(s, begunBefore)) continue;
-      s.unmatched.delete(port);
-      refuseStranger(conn);
-    }
-  }
-
-  /**
-   * A connection to the loopback TLS listener that no relay opened: never
-   * served, closed once its handshake ends (Deno cannot close it sooner),
-   * and counted as open (against the cap) until then.
-   */
-  function refuseStranger(conn: Deno.Conn): void {
-    stats.notRelayed!++;
-    const n = strangerWarning.due();
-    if (n !== undefined) {
-      log.warn(
-        "{name}: refused {count} connection(s) to the internal TLS listener (127.0.0.1:{port}) " +
-          "that the relay did not open, since the last warning: another process on this machine " +
-          "connects to it; each holds a descriptor until its TLS handshake ends",
-        { name, count: n, port: (conn.localAddr as Deno.NetAddr).port },
-      );
-    }
-    if (stopping) {
-      closeQuietly(conn);
-      return;
-    }
-    const c = newConnection();
-    c.handshaking = true;
-    c.closing = true; // not served, not shed, no timeout: it leaves when its handshake ends
-    track(c);
-    strangers.add(conn);
-    const gone = () => {
-      strangers.delete(conn);
-      closeQuietly(conn);
-      untrack(c);
-    };
-    (conn as Deno.TlsConn).handshake().then(gone, gone);
-  }
-
-  /** Pairs a relay with its accepted loopback connection and serves it. */
-  function match(c: Connection, inner: Deno.Conn): void {
-    const r = c.relay!;
-    r.matched = true;
-    r.inner = inner;
-    if (r.side) {
-      r.side.pending--;
-      retireIfDone(r.side);
-    }
-    if (c.closing || stopping || !open.has(c)) {
-      // Its relay was closed before the loopback connection came in.
-      closeQuietly(inner);
-      closeRelay(r);
-      const port = (inner.remoteAddr as Deno.NetAddr).port;
-      if (r.pumping === 0 && byPort.get(port) === c) byPort.delete(port);
-      return;
-    }
-    if (!serveWith(inner, serveOn!, c, r.front.remoteAddr as Deno.NetAddr)) {
-      closeRelay(r);
-      relayEnded(c);
-      return;
-    }
-    c.http!.finished.then(
-      () => relayEnded(c),
-      (err) => {
-        log.debug("{name}: connection ended with an error: {error}", { name, error: err });
-        relayEnded(c);
-      },
+  async #drain(): Promise<void> {
+    const table = this.#table;
+    this.#stop();
+    await this.#acceptLoop;
+    await this.#relay?.acceptLoopsEnded();
+    // A relay whose loopback connection is not served yet has nothing to finish.
+    for (const c of table.openConnections()) if (c.relay && c.http === undefined) table.cancel(c);
+    const serving = table.openConnections().filter((c) => c.http !== undefined);
+    // No request yet: nothing to finish. Otherwise HTTP/1.1 closes once
+    // its response is sent, HTTP/2 sends GOAWAY and closes when its
+    // streams are done.
+    for (const c of serving) if (!c.served && c.inFlight === 0) table.cancel(c);
+    await Promise.all(
+      serving.filter((c) => !c.closing).map((c) => c.http!.shutdown().catch(() => {})),
     );
+    await Promise.all(serving.map((c) => c.http?.finished.catch(() => {})));
+    await Promise.all(table.openConnections().map((c) => c.relay?.ended));
   }
-
-  /**
-   * Called when a pump or the runtime's server of a relay ends: the record
-   * goes once both pumps have stopped (both sockets are then closed) and the
-   * runtime's server has finished with the loopback connection.
-   */
-  function relayEnded(c: Connection): void {
-    const r = c.relay!;
-    if (r.pumping > 0) return;
-    if (!r.matched && r.back === undefined) {
-      // Its connect failed or was not made: nothing will come to the TLS side.
-      r.matched = true;
-      if (r.side) {
-        r.side.pending--;
-        retireIfDone(r.side);
-      }
-    }
-    // Connected but not accepted yet: the TLS side still gets its loopback
-    // connection, which must be known as this relay's (and is closed by
-    // match), not taken for a stranger's.
-    if (r.back && r.matched) {
-      const port = (r.back.localAddr as Deno.NetAddr).port;
-      if (byPort.get(port) === c) byPort.delete(port);
-    }
-    const gone = () => {
-      untrack(c);
-      r.ended.resolve();
-    };
-    if (c.http === undefined) gone();
-    else c.http.finished.then(gone, gone);
-  }
-
-  function closeRelay(r: Relay): void {
-    closeQuietly(r.front);
-    closeQuietly(r.back);
-  }
-
-  /**
-   * Copies `from` to `to` until `from` ends. The client's end of input is
-   * passed on (a half-close); the TLS side's end closes both sockets (the
-   * runtime's server is done with the connection, and a client that never
-   * closes its side must not keep it).
-   */
-  async function pump(c: Connection, from: Deno.Conn, to: Deno.Conn, fromClient: boolean) {
-    const r = c.relay!;
-    // Held while the pump waits: small from the client (request heads), a
-    // TLS record's worth towards it. 20 KiB per connection in all.
-    const buf = new Uint8Array(fromClient ? 4 * 1024 : 16 * 1024);
-    try {
-      for (;;) {
-        const n = await from.read(buf);
-        if (n === null) break;
-        let off = 0;
-        while (off < n) off += await to.write(buf.subarray(off, n));
-      }
-      if (fromClient) await (to as Deno.TcpConn).closeWrite();
-      else closeRelay(r);
-    } catch {
-      // Either side is gone (or was closed by a timeout): end both.
-      closeRelay(r);
-    } finally {
-      r.pumping--;
-      if (r.pumping === 0) closeRelay(r);
-      relayEnded(c);
-    }
-  }
-
-  async function relay(front: Deno.Conn): Promise<void> {
-    const c = newConnection();
-    const r: Relay = { front, pumping: 0, matched: false, ended: Promise.withResolvers() };
-    c.relay = r;
-    track(c);
-    const s = side!;
-    r.side = s;
-    s.pending++;
-    const seq = connectsBegun++;
-    s.connecting.add(seq);
-    let back: Deno.Conn;
-    try {
-      back = await Deno.connect({ hostname: "127.0.0.1", port: s.port });
-    } catch (err) {
-      s.connecting.delete(seq);
-      settleUnmatched(s);
-      noteAcceptError(err, 0);
-      closeRelay(r);
-      relayEnded(c);
-      return;
-    }
-    s.connecting.delete(seq);
-    r.back = back;
-    const port = (back.localAddr as Deno.NetAddr).port;
-    // Known as ours before anything else can run, closing or not: its
-    // loopback connection is never taken for a stranger's.
-    byPort.set(port, c);
-    const early = s.unmatched.get(port);
-    s.unmatched.delete(port);
-    settleUnmatched(s);
-    if (c.closing) {
-      closeRelay(r);
-      if (early !== undefined) match(c, early.conn);
-      relayEnded(c);
-      return;
-    }
-    r.pumping = 2;
-    pump(c, front, back, true);
-    pump(c, back, front, false);
-    if (early !== undefined) match(c, early.conn);
-  }
-
-  // --- bookkeeping --------------------------------------------------------
-
-  function newConnection(since = performance.now()): Connection {
-    return { inFlight: 0, served: false, touched: false, quietSince: since, closing: false };
-  }
-
-  function track(c: Connection): void {
-    open.add(c);
-    stats.open = open.size;
-    if (!c.handshaking) waiting.add(c);
-  }
-
-  function untrack(c: Connection): void {
-    open.delete(c);
-    waiting.delete(c);
-    idle.delete(c);
-    stats.open = open.size;
-  }
-
-  /**
-   * Makes room for a newcomer at the cap: closes the oldest connection with
-   * no request head yet, else the one idle longest between requests.
-   * Returns false, closing nothing, when every open connection is serving a
-   * request (or cannot be closed yet).
-   */
-  function shedOne(): boolean {
-    const victim: Connection | undefined = waiting.values().next().value ??
-      idle.values().next().value;
-    if (victim === undefined) return false;
-    stats.shed++;
-    log.debug("{name}: at {max} connections ({setting}), closing one {what} for a newcomer", {
-      name,
-      max: limits.maxConnections,
-      setting,
-      what: victim.served ? "idle between requests" : "without a request head",
-    });
-    cancel(victim);
-    const n = shedWarning.due();
-    if (n !== undefined) {
-      log.warn(
-        "{name}: {max} connections open ({setting}): closed {count} connection(s) with no " +
-          "request in flight to admit newcomers since the last warning",
-        { name, max: limits.maxConnections, setting, count: n },
-      );
-    }
-    return true;
-  }
-
-  function noteAcceptError(err: unknown, pauseMs: number): void {
-    stats.acceptErrors++;
-    const n = acceptWarning.due();
-    if (n === undefined) return;
-    log.warn(
-      "{name}: accept failed {count} time(s) since the last warning: {error}; " +
-        "{open} connections open; accepting again in {ms} ms",
-      {
-        name,
-        count: n,
-        error: err instanceof Error ? err.message : String(err),
-        open: open.size,
-        ms: pauseMs,
-      },
-    );
-  }
-
-  const acceptLoop = (async () => {
-    let pauseMs = 0;
-    while (!stopping) {
-      let conn: Deno.Conn;
-      try {
-        conn = await listener.accept();
-      } catch (err) {
-        if (
-          stopping || err instanceof Deno.errors.BadResource ||
-          err instanceof Deno.errors.Interrupted
-        ) {
-          break;
-        }
-        pauseMs = Math.min(1000, pauseMs === 0 ? 10 : pauseMs * 2);
-        noteAcceptError(err, pauseMs);
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          pause = setTimeout(resolve, pauseMs);
-        });
-        wake = undefined;
-        pause = undefined;
-        continue;
-      }
-      pauseMs = 0;
-      if (stopping) {
-        conn.close();
-        break;
-      }
-      if (open.size >= limits.maxConnections && !shedOne()) {
-        stats.refused++;
-        closeQuietly(conn);
-        const n = refusedWarning.due();
-        if (n !== undefined) {
-          log.warn(
-            "{name}: {max} connections open ({setting}): refused {count} new connection(s) " +
-              "since the last warning (none could be shed: each was serving a request or in " +
-              "a TLS handshake Deno cannot cut short)",
-            { name, max: limits.maxConnections, setting, count: n },
-          );
-        }
-        continue;
-      }
-      stats.accepted++;
-      if (tls !== undefined) relay(conn);
-      else if (isTls(conn)) handshakeThenServe(conn, serveOn);
-      else serve(conn, serveOn);
-    }
-  })();
-
-  function stop(): void {
-    if (stopping) return;
-    stopping = true;
-    clearInterval(sweeper);
-    if (pause !== undefined) clearTimeout(pause);
-    wake?.();
-    closeQuietly(listener);
-    for (const s of sides) {
-      closeQuietly(s.listener);
-      for (const { conn } of s.unmatched.values()) closeQuietly(conn);
-      s.unmatched.clear();
-    }
-    sides.clear();
-    for (const conn of strangers) closeQuietly(conn);
-  }
-
-  let shut: Promise<void> | undefined;
-  const server: TlsConnectionServer = {
-    addr: listener.addr,
-    limits: Object.freeze({ ...limits }),
-    stats: () => ({ ...stats }),
-    shutdown() {
-      shut ??= (async () => {
-        stop();
-        await acceptLoop;
-        await Promise.all(sideLoops);
-        // A relay whose loopback connection is not served yet has nothing to finish.
-        for (const c of open) if (c.relay && c.http === undefined) cancel(c);
-        const serving = [...open].filter((c) => c.http !== undefined);
-        // No request yet: nothing to finish. Otherwise HTTP/1.1 closes once
-        // its response is sent, HTTP/2 sends GOAWAY and closes when its
-        // streams are done.
-        for (const c of serving) if (!c.served && c.inFlight === 0) cancel(c);
-        await Promise.all(
-          serving.filter((c) => !c.closing).map((c) => c.http!.shutdown().catch(() => {})),
-        );
-        await Promise.all(serving.map((c) => c.http?.finished.catch(() => {})));
-        await Promise.all([...open].map((c) => c.relay?.ended.promise));
-      })();
-      return shut;
-    },
-    close() {
-      stop();
-      for (const c of open) cancel(c);
-    },
-    setCertificate(cert: string, key: string) {
-      if (tls === undefined) {
-        throw new Error(
-          `${name}: the certificate of a listener given to serveConnections is fixed`,
-        );
-      }
-      if (stopping) return;
-      const next = openSide({ cert, key }); // throws for a pair that cannot be used
-      const old = side!;
-      side = next;
-      old.retired = true;
-      retireIfDone(old);
-    },
-  };
-  return server;
 }

@@ -7,6 +7,7 @@ import {
   type ServeConnectionsOptions,
   serveTlsConnections,
 } from "./serve_connections.ts";
+import { closeAll, closedWithin, connect, listeningPorts } from "../tests/support/tcp.ts";
 
 const enc = new TextEncoder();
 
@@ -22,26 +23,6 @@ function start(
   return { server, port: server.addr.port };
 }
 
-/** Milliseconds until the server closes `conn` (reads and drops what it sends), or -1 after `maxMs`. */
-async function closedAfter(conn: Deno.Conn, maxMs: number): Promise<number> {
-  const t0 = performance.now();
-  const buf = new Uint8Array(4096);
-  const timer = setTimeout(() => conn.close(), maxMs);
-  try {
-    while (await conn.read(buf) !== null) { /* drop */ }
-    return performance.now() - t0;
-  } catch {
-    return performance.now() - t0 >= maxMs ? -1 : performance.now() - t0;
-  } finally {
-    clearTimeout(timer);
-    try {
-      conn.close();
-    } catch {
-      // already closed
-    }
-  }
-}
-
 /** One HTTP/1.1 request on a raw connection; resolves with the status line. */
 async function rawGet(conn: Deno.Conn, path = "/"): Promise<string> {
   await conn.write(enc.encode(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\n`));
@@ -54,21 +35,6 @@ async function rawGet(conn: Deno.Conn, path = "/"): Promise<string> {
 /** Waits (up to 2 s) until `ok()` holds. */
 async function until(ok: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
-}
-
-function connect(port: number): Promise<Deno.Conn> {
-  return Deno.connect({ hostname: "127.0.0.1", port });
-}
-
-/** Closes `conns`, ignoring those the server closed already. */
-function closeAll(conns: Deno.Conn[]): void {
-  for (const c of conns) {
-    try {
-      c.close();
-    } catch {
-      // closed by the server
-    }
-  }
 }
 
 /** Connects and waits until the server counts the connection (so accept order is connect order). */
@@ -134,7 +100,7 @@ Deno.test("serveConnections: a connection with no request head, or half of one, 
     const silent = await connect(port);
     const partial = await connect(port);
     await partial.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\nx-slow: "));
-    const [a, b] = await Promise.all([closedAfter(silent, 3000), closedAfter(partial, 3000)]);
+    const [a, b] = await Promise.all([closedWithin(silent, 3000), closedWithin(partial, 3000)]);
     assert.ok(a >= 250 && a < 1500, `silent connection closed after ${a} ms`);
     assert.ok(b >= 250 && b < 1500, `partial head closed after ${b} ms`);
     await until(() => server.stats().open === 0);
@@ -155,7 +121,7 @@ Deno.test("serveConnections: a kept-alive connection is closed after the idle ti
     // Idle after one answer: closed near the idle timeout.
     const idle = await connect(port);
     assert.equal(await rawGet(idle), "HTTP/1.1 200 OK");
-    const t = await closedAfter(idle, 3000);
+    const t = await closedWithin(idle, 3000);
     assert.ok(t >= 300 && t < 1800, `idle connection closed after ${t} ms`);
     assert.equal(server.stats().idleTimeouts, 1);
 
@@ -198,7 +164,7 @@ Deno.test("serveConnections: past maxConnections, with every connection serving 
     await client.write(enc.encode("GET /slow HTTP/1.1\r\nhost: x\r\n\r\n"));
     await started;
     const extra = await connect(port);
-    const t = await closedAfter(extra, 3000);
+    const t = await closedWithin(extra, 3000);
     assert.ok(t >= 0 && t < 1000, `the connection past the cap was closed after ${t} ms`);
     assert.equal(server.stats().refused, 1);
     assert.equal(server.stats().shed, 0);
@@ -264,7 +230,7 @@ Deno.test("serveConnections: shutdown lets a request in flight finish and closes
   await busy.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
   await new Promise((r) => setTimeout(r, 100));
   const shut = server.shutdown();
-  assert.ok((await closedAfter(idle, 3000)) >= 0, "idle connection closed by shutdown");
+  assert.ok((await closedWithin(idle, 3000)) >= 0, "idle connection closed by shutdown");
   slow.resolve();
   const buf = new Uint8Array(4096);
   const n = await busy.read(buf);
@@ -391,9 +357,9 @@ Deno.test("serveTlsConnections: no ClientHello, half of one, or TLS and then not
     await partial.write(new Uint8Array([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
     const quiet = await tlsConnect(port, certs.caCertPem);
     const times = await Promise.all([
-      closedAfter(silent, 4000),
-      closedAfter(partial, 4000),
-      closedAfter(quiet, 4000),
+      closedWithin(silent, 4000),
+      closedWithin(partial, 4000),
+      closedWithin(quiet, 4000),
     ]);
     for (const t of times) assert.ok(t >= 0 && t < 2500, `closed after ${times.join(", ")} ms`);
     await until(() => server.stats().open === 0);
@@ -419,9 +385,9 @@ Deno.test("serveTlsConnections: idle timeout after a request; past maxConnection
     const b = await connect(port);
     await until(() => server.stats().open === 2);
     const c = await connect(port);
-    assert.ok((await closedAfter(b, 2000)) >= 0, "the connection with nothing sent was not shed");
+    assert.ok((await closedWithin(b, 2000)) >= 0, "the connection with nothing sent was not shed");
     assert.equal(server.stats().shed, 1);
-    const idle = await closedAfter(a, 4000);
+    const idle = await closedWithin(a, 4000);
     assert.ok(idle >= 0, "the idle connection was not closed");
     c.close();
     await until(() => server.stats().open === 0);
@@ -503,16 +469,16 @@ Deno.test("#35.6: at the cap a newcomer sheds the oldest connection without a re
     const first = await connect(port);
     conns.push(first);
     assert.equal(await rawGet(first), "HTTP/1.1 200 OK");
-    assert.ok((await closedAfter(silent, 3000)) >= 0, "the silent connection was not shed");
+    assert.ok((await closedWithin(silent, 3000)) >= 0, "the silent connection was not shed");
     const second = await connect(port);
     conns.push(second);
     assert.equal(await rawGet(second), "HTTP/1.1 200 OK");
-    assert.ok((await closedAfter(trickle, 3000)) >= 0, "the trickling head was not shed");
+    assert.ok((await closedWithin(trickle, 3000)) >= 0, "the trickling head was not shed");
     // None without a head is left: the one idle longest between requests goes.
     const third = await connect(port);
     conns.push(third);
     assert.equal(await rawGet(third), "HTTP/1.1 200 OK");
-    assert.ok((await closedAfter(first, 3000)) >= 0, "the idle connection was not shed");
+    assert.ok((await closedWithin(first, 3000)) >= 0, "the idle connection was not shed");
     assert.equal(server.stats().shed, 3);
     assert.equal(server.stats().refused, 0);
 
@@ -523,7 +489,7 @@ Deno.test("#35.6: at the cap a newcomer sheds the oldest connection without a re
       await started;
     }
     const refused = await connect(port);
-    const t = await closedAfter(refused, 3000);
+    const t = await closedWithin(refused, 3000);
     assert.ok(t >= 0 && t < 2000, `the newcomer was closed after ${t} ms`);
     assert.equal(server.stats().refused, 1);
     assert.equal(server.stats().shed, 3);
@@ -555,7 +521,7 @@ Deno.test("#35.6: a connection with no request head yet is shed before an older 
     const newcomer = await connect(port);
     conns.push(newcomer);
     assert.equal(await rawGet(newcomer), "HTTP/1.1 200 OK");
-    assert.ok((await closedAfter(silent, 3000)) >= 0, "the silent connection was not shed");
+    assert.ok((await closedWithin(silent, 3000)) >= 0, "the silent connection was not shed");
     assert.equal(await rawGet(kept), "HTTP/1.1 200 OK", "the kept-alive connection was shed");
     assert.equal(server.stats().shed, 1);
   } finally {
@@ -577,7 +543,7 @@ Deno.test("#35.6: HTTP/2: a connection with a stream in flight is never shed; id
     slow.catch(() => {}); // awaited below; a cut stream fails the test there
     await started;
     const refused = await connect(port);
-    assert.ok((await closedAfter(refused, 3000)) >= 0, "the newcomer was let in");
+    assert.ok((await closedWithin(refused, 3000)) >= 0, "the newcomer was let in");
     assert.equal(server.stats().refused, 1);
     held.release();
     assert.equal(await (await slow).text(), "ok", "the stream in flight was cut");
@@ -612,7 +578,7 @@ Deno.test("#35.6: serveTlsConnections: a newcomer at the cap sheds a stalled han
     const client = await tlsConnect(port, certs.caCertPem);
     conns.push(client);
     assert.equal(await rawGet(client), "HTTP/1.1 200 OK");
-    assert.ok((await closedAfter(stalled, 3000)) >= 0, "the stalled handshake was not shed");
+    assert.ok((await closedWithin(stalled, 3000)) >= 0, "the stalled handshake was not shed");
     assert.equal(server.stats().shed, 1);
     assert.equal(server.stats().notRelayed, 0);
   } finally {
@@ -621,32 +587,9 @@ Deno.test("#35.6: serveTlsConnections: a newcomer at the cap sheds a stalled han
   }
 });
 
-/** TCP ports this process listens on (from `/proc/self/net/tcp{,6}` and its descriptors). */
-function listeningPorts(): Set<number> {
-  const inodes = new Set<string>();
-  for (const e of Deno.readDirSync("/proc/self/fd")) {
-    try {
-      const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/self/fd/${e.name}`));
-      if (m) inodes.add(m[1]);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  const ports = new Set<number>();
-  for (const file of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
-    for (const line of Deno.readTextFileSync(file).split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) {
-        ports.add(parseInt(f[1].split(":")[1], 16));
-      }
-    }
-  }
-  return ports;
-}
-
 Deno.test("#35.3: serveTlsConnections: connections straight to the loopback TLS listener are never served, counted as open and against the cap until they leave", async () => {
   const certs = await generateDevCerts();
-  const before = listeningPorts();
+  const before = listeningPorts("self");
   const server = serveTlsConnections(
     plainListener(),
     { cert: certs.certPem, key: certs.keyPem },
@@ -654,14 +597,14 @@ Deno.test("#35.3: serveTlsConnections: connections straight to the loopback TLS 
     { limits: { maxConnections: 3, headerTimeoutMs: 300, idleTimeoutMs: 300 } },
   );
   const port = server.addr.port;
-  const inner = [...listeningPorts()].filter((p) => !before.has(p) && p !== port);
+  const inner = [...listeningPorts("self")].filter((p) => !before.has(p) && p !== port);
   assert.equal(inner.length, 1, `loopback listener not found: ${inner}`);
   const conns: Deno.Conn[] = [];
   try {
     // A stranger that completes TLS is closed at once, unanswered.
     const tls = await tlsConnect(inner[0], certs.caCertPem);
     await tls.write(enc.encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n")).catch(() => {});
-    const t = await closedAfter(tls, 3000);
+    const t = await closedWithin(tls, 3000);
     assert.ok(t >= 0, "a stranger that completed TLS was kept");
     // Silent, and half a record: Deno cannot close them mid-handshake; they
     // are counted, fill the cap, and are not shed.
@@ -674,7 +617,7 @@ Deno.test("#35.3: serveTlsConnections: connections straight to the loopback TLS 
     assert.equal(server.stats().notRelayed, 4);
     assert.equal(server.stats().open, 3);
     const newcomer = await connect(port);
-    assert.ok((await closedAfter(newcomer, 3000)) >= 0, "a newcomer was let in past the cap");
+    assert.ok((await closedWithin(newcomer, 3000)) >= 0, "a newcomer was let in past the cap");
     assert.equal(server.stats().refused, 1);
     assert.equal(server.stats().shed, 0);
     // Once they leave, the room is back and the relay serves as before.

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { deadline } from "../shared/deadline.ts";
 import { H3TestClient } from "./support/h3_client.ts";
+import { shell } from "./support/shell.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -194,16 +195,4 @@ async function checkServing(out: string, token: string, clone: string): Promise<
   } finally {
     await client.close();
   }
-}
-
-async function shell(script: string, cwd: string, timeoutMs: number) {
-  const out = await new Deno.Command("bash", {
-    args: ["-c", script],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(timeoutMs),
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }

@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { startBackend } from "./support/backend.ts";
 import { runCli, startProxy, testCerts } from "./support/proxy_process.ts";
 import { needs } from "./support/tools.ts";
+import { shell } from "./support/shell.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const README = await Deno.readTextFile(`${ROOT}README.md`);
@@ -25,18 +26,6 @@ function blockAfter(marker: string, lang: string): string {
   const m = new RegExp("```" + lang + "\\n([\\s\\S]*?)```").exec(README.slice(at));
   assert.ok(m, `no ${lang} block after ${marker}`);
   return m[1];
-}
-
-async function sh(script: string, cwd: string) {
-  const out = await new Deno.Command("bash", {
-    args: ["-c", script],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
 /** A folder laid out as the README says: the certificates in `.dev/certs/`, the file as `spooky.yaml`. */
@@ -92,12 +81,12 @@ Deno.test({
       const proxy = await startProxy(moved);
       try {
         const url = `https://localhost:${proxy.port}/health`;
-        const curl = await sh(
+        const curl = await shell(
           `curl -s -o /dev/null -w '%{http_code}' --cacert .dev/certs/ca.pem --resolve localhost:${proxy.port}:127.0.0.1 ${url}`,
           dir,
         );
         assert.equal(curl.stdout, "200", curl.stderr);
-        const h3 = await sh(
+        const h3 = await shell(
           `'${Deno.execPath()}' run -A '${ROOT}examples/h3_client.ts' -i --ca .dev/certs/ca.pem ${url}`,
           dir,
         );
@@ -162,7 +151,7 @@ Deno.test({
           /"value":"tok_[0-9A-Z]{26}"/,
         ];
         for (const [i, line] of curls.entries()) {
-          const r = await sh(
+          const r = await shell(
             `${setup.replaceAll("127.0.0.1:8081", `127.0.0.1:${port}`)}\n${line}`,
             dir,
           );

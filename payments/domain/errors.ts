@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ErrorEnvelope } from "../../shared/payments_schemas.ts";
+import type { ErrorEnvelope } from "../../shared/payments_wire.ts";
 
 /**
  * Where error codes are documented (returned as `infoLink`) unless the

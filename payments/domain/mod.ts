@@ -24,3 +24,5 @@ export * from "./money.ts";
 export type * from "./records.ts";
 export * from "./triggers.ts";
 export * from "./views.ts";
+// The wire types the views return and the error envelope (spelt out beside the zod schemas).
+export type * from "../../shared/payments_wire.ts";

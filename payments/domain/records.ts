@@ -4,7 +4,10 @@
  *
  * @module
  */
-import type { Address } from "../../shared/payments_schemas.ts";
+import type { Address, ChargeStatus } from "../../shared/payments_wire.ts";
+
+/** Charge status: stored as the wire says it. */
+export type { ChargeStatus };
 
 /** Transaction context as stored. */
 export interface ContextRecord {
@@ -93,9 +96,6 @@ export interface BankAccountRecord extends BankSummary {
   /** Default flag. */
   default: boolean;
 }
-
-/** Charge status. */
-export type ChargeStatus = "AUTHORIZED" | "CAPTURED" | "REFUNDED" | "CANCELLED" | "DECLINED";
 
 /** Capture details of a charge. */
 export interface CaptureRecord {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type * as W from "../../shared/payments_schemas.ts";
+import type * as W from "../../shared/payments_wire.ts";
 import { maskDigits } from "./card_rules.ts";
 import { echeckRefundable, refundableAmount } from "./charge_rules.ts";
 import { formatAmount } from "./money.ts";

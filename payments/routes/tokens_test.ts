@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import * as S from "../../shared/payments_schemas.ts";
 import { createApp } from "../app.ts";
+import { createPaymentsService } from "../server.ts";
 import { BANK, CARD, harness, TEST_NOW } from "../_testing.ts";
 
 Deno.test("tokens: no auth needed; a card token pays one charge, once", async () => {
@@ -105,7 +106,7 @@ Deno.test("tokens: one client address past the limit gets 429 PMT-4029 with Retr
   const kv = await Deno.openKv(":memory:");
   let now = TEST_NOW.getTime();
   const app = createApp({
-    kv,
+    service: createPaymentsService({ kv, now: () => new Date(now) }),
     tokens: ["t"],
     now: () => new Date(now),
     tokenRateLimit: { perMinute: 6, burst: 2 },

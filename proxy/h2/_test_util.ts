@@ -1,47 +1,54 @@
 /**
- * Test helpers: frames a test plays as the server, and a reader of the
- * frames the client wrote.
+ * Test helpers: frames a test plays as the server (written by the codec's
+ * own {@link FrameWriter}, the one HTTP/2 frame writer of the project), and a
+ * reader of the frames the client wrote.
  *
  * @module
  */
 
+import { Flag, FrameType, FrameWriter } from "./frames.ts";
 import { HpackEncoder } from "./hpack.ts";
 
-/** One raw frame. */
+/**
+ * One raw frame: a header announcing `length` octets of payload (by default
+ * the payload's own length; more, for a truncated frame), then the payload.
+ */
 export function frame(
   type: number,
   flags: number,
   stream: number,
   payload: Uint8Array | number[] = [],
+  length: number = payload.length,
 ): Uint8Array {
-  const p = payload instanceof Uint8Array ? payload : new Uint8Array(payload);
-  const out = new Uint8Array(9 + p.length);
-  out[0] = (p.length >>> 16) & 0xff;
-  out[1] = (p.length >>> 8) & 0xff;
-  out[2] = p.length & 0xff;
-  out[3] = type;
-  out[4] = flags;
-  new DataView(out.buffer).setUint32(5, stream);
-  out.set(p, 9);
-  return out;
+  const w = new FrameWriter();
+  w.header(length, type, flags, stream);
+  w.bytes(payload instanceof Uint8Array ? payload : new Uint8Array(payload));
+  return w.take()!.slice();
 }
 
-/** A SETTINGS frame of `[id, value]` pairs. */
-export function settings(pairs: Array<[number, number]> = [], ack = false): Uint8Array {
-  const p = new Uint8Array(pairs.length * 6);
-  const v = new DataView(p.buffer);
-  pairs.forEach(([id, value], i) => {
-    v.setUint16(i * 6, id);
-    v.setUint32(i * 6 + 2, value);
-  });
-  return frame(4, ack ? 1 : 0, 0, p);
+/** A SETTINGS frame of `[id, value]` pairs, or (`ack`) its acknowledgement. */
+export function settings(
+  pairs: ReadonlyArray<readonly [number, number]> = [],
+  ack = false,
+): Uint8Array {
+  const w = new FrameWriter();
+  if (ack) w.settingsAck();
+  else w.settings(pairs);
+  return w.take()!.slice();
 }
 
-/** A 4-byte big-endian payload. */
+/** A 4-byte big-endian payload (WINDOW_UPDATE increment, RST_STREAM code). */
 export function u32(n: number): Uint8Array {
   const p = new Uint8Array(4);
-  new DataView(p.buffer).setUint32(0, n);
+  new DataView(p.buffer).setUint32(0, n >>> 0);
   return p;
+}
+
+/** A GOAWAY frame naming `lastStreamId`, with `code` and optional debug data. */
+export function goaway(lastStreamId: number, code: number, debug = new Uint8Array(0)): Uint8Array {
+  const w = new FrameWriter();
+  w.goaway(lastStreamId, code, debug);
+  return w.take()!.slice();
 }
 
 /** A HEADERS frame (END_HEADERS) with the fields HPACK-encoded. */
@@ -51,7 +58,12 @@ export function headers(
   endStream = false,
 ): Uint8Array {
   const block = new HpackEncoder({ huffman: false }).encode(fields);
-  return frame(1, 0x4 | (endStream ? 1 : 0), stream, block);
+  return frame(
+    FrameType.HEADERS,
+    Flag.END_HEADERS | (endStream ? Flag.END_STREAM : 0),
+    stream,
+    block,
+  );
 }
 
 /** A parsed frame the client wrote. */

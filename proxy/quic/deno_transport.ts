@@ -110,7 +110,24 @@ export function quicEndpointWithTcpTwin(hostname: string, tries = 20): Deno.Quic
 }
 
 /**
- * Binds a UDP socket and listens for QUIC connections with ALPN `h3`.
+ * Binds a UDP socket and listens for QUIC connections with ALPN `h3` (a
+ * {@link DenoQuicListener}).
+ *
+ * @example
+ * ```ts
+ * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
+ * const key = await Deno.readTextFile(".dev/certs/key.pem");
+ * const t = listenQuic({ hostname: "127.0.0.1", port: 0, cert, key });
+ * const conn = await t.accept();
+ * ```
+ */
+export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
+  return new DenoQuicListener(opts);
+}
+
+/**
+ * A QUIC listener on one `Deno.QuicEndpoint`, admitting connections through
+ * an {@link AdmissionTable} and handing over those whose handshake completed.
  *
  * A new certificate ({@link QuicServerTransport.setCertificate}) is one more
  * `endpoint.listen()` on the same endpoint: Deno replaces the endpoint's TLS
@@ -125,15 +142,121 @@ export function quicEndpointWithTcpTwin(hostname: string, tries = 20): Deno.Quic
  * ```ts
  * const cert = await Deno.readTextFile(".dev/certs/cert.pem");
  * const key = await Deno.readTextFile(".dev/certs/key.pem");
- * const t = listenQuic({ hostname: "127.0.0.1", port: 0, cert, key });
+ * const t = new DenoQuicListener({ hostname: "127.0.0.1", port: 0, cert, key });
  * const conn = await t.accept();
  * ```
  */
-export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
-  const endpoint = opts.endpoint ??
-    new Deno.QuicEndpoint({ hostname: opts.hostname, port: opts.port });
-  const listen = (cert: string, key: string) =>
-    endpoint.listen({
+export class DenoQuicListener implements DenoQuicTransport {
+  /** The bound address. */
+  readonly addr: PeerAddr;
+  readonly #opts: ListenQuicOptions;
+  readonly #endpoint: Deno.QuicEndpoint;
+  readonly #table: AdmissionTable<Deno.QuicConn>;
+  /**
+   * Collections during a churn of closed connections, and the memory given
+   * back after it (see {@link ListenQuicOptions.collectGarbage}, `releaseMemory`).
+   */
+  readonly #collector: ChurnCollector;
+  /**
+   * Connections whose handshake completed, in completion order, and the
+   * accept() calls waiting for one. A listener failing while the endpoint is
+   * open is delivered as its error.
+   */
+  readonly #ready: (QuicConnection | Error)[] = [];
+  readonly #waiting: ((next: QuicConnection | Error | null) => void)[] = [];
+  /**
+   * One sweeper for every handshake deadline (no timer per connection): it
+   * runs while handshakes are held, at a tenth of the timeout (250 ms at most).
+   */
+  #sweeper: ReturnType<typeof setTimeout> | undefined;
+  readonly #sweepEvery: number;
+  #stopped = false;
+  #closed = false;
+
+  /** Binds (unless `opts.endpoint` is given) and starts listening; throws for an unusable pair. */
+  constructor(opts: ListenQuicOptions) {
+    this.#opts = opts;
+    const endpoint = opts.endpoint ??
+      new Deno.QuicEndpoint({ hostname: opts.hostname, port: opts.port });
+    this.#endpoint = endpoint;
+    const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...opts.limits };
+    const now = opts.now ?? (() => performance.now());
+    const table = new AdmissionTable<Deno.QuicConn>(limits, now);
+    this.#table = table;
+    this.#collector = new ChurnCollector({
+      collectGarbage: opts.collectGarbage ?? fullGc(),
+      releaseMemory: reportedRelease(opts.releaseMemory ?? mallocTrim()),
+      gcAfterClosed: opts.gcAfterClosed ?? 1000,
+      lingerMs: limits.handshakeTimeoutMs + 1000,
+      drained: () => table.handshakes <= limits.maxHandshakes / 16,
+      now,
+      onStep: (step, ms) =>
+        log.debug("full garbage collection ({step} of a churn of closed connections): {ms} ms", {
+          step,
+          ms: Math.round(ms),
+        }),
+    });
+    this.#sweepEvery = Math.max(5, Math.min(250, limits.handshakeTimeoutMs / 10));
+    this.#read(this.#listen(opts.cert, opts.key));
+    this.addr = { hostname: endpoint.addr.hostname, port: endpoint.addr.port };
+  }
+
+  /** Unfinished handshakes held now. */
+  get handshakes(): number {
+    return this.#table.handshakes;
+  }
+
+  /** Established connections held now. */
+  get connections(): number {
+    return this.#table.connections;
+  }
+
+  /** The next established connection; null once closed. */
+  async accept(): Promise<QuicConnection | null> {
+    while (!this.#closed) {
+      const conn = await this.#next();
+      if (conn === null) return null;
+      if (conn instanceof Error) throw conn;
+      if (this.#stopped) {
+        // Draining: a connection whose handshake finished meanwhile is not served.
+        closeQuietly(conn, H3Code.NO_ERROR, "shutting down");
+        continue;
+      }
+      return conn;
+    }
+    return null;
+  }
+
+  /** Turns away every new connection (draining). */
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  /** Serves new handshakes with another certificate (PEM); open connections keep theirs. */
+  setCertificate(cert: string, key: string): void {
+    if (this.#closed) return;
+    // Throws before anything changes when the pair is unusable.
+    this.#read(this.#listen(cert, key));
+  }
+
+  /** Closes the endpoint and every connection on it. */
+  close(info?: CloseInfo): void {
+    if (this.#closed) return;
+    this.#stopped = true;
+    this.#closed = true;
+    clearTimeout(this.#sweeper);
+    this.#collector.stop();
+    for (const waiter of this.#waiting.splice(0)) waiter(null);
+    try {
+      this.#endpoint.close(info ?? { closeCode: H3Code.NO_ERROR, reason: "" });
+    } catch {
+      // already closed
+    }
+  }
+
+  #listen(cert: string, key: string): Deno.QuicListener {
+    const opts = this.#opts;
+    return this.#endpoint.listen({
       cert,
       key,
       alpnProtocols: opts.alpnProtocols ?? ["h3"],
@@ -141,61 +264,57 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
       maxConcurrentUnidirectionalStreams: 16,
       maxIdleTimeout: opts.idleTimeoutMs ?? 30_000,
     });
-  let stopped = false;
-  let closed = false;
-  const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...opts.limits };
-  const now = opts.now ?? (() => performance.now());
-  const table = new AdmissionTable<Deno.QuicConn>(limits, now);
-  // Collections during a churn of closed connections, and the memory given
-  // back after it (see ListenQuicOptions.collectGarbage, releaseMemory).
-  const collector = new ChurnCollector({
-    collectGarbage: opts.collectGarbage ?? fullGc(),
-    releaseMemory: reportedRelease(opts.releaseMemory ?? mallocTrim()),
-    gcAfterClosed: opts.gcAfterClosed ?? 1000,
-    lingerMs: limits.handshakeTimeoutMs + 1000,
-    drained: () => table.handshakes <= limits.maxHandshakes / 16,
-    now,
-    onStep: (step, ms) =>
-      log.debug("full garbage collection ({step} of a churn of closed connections): {ms} ms", {
-        step,
-        ms: Math.round(ms),
-      }),
-  });
-  const countClosed = () => collector.closed();
-  // Connections whose handshake completed, in completion order, and the
-  // accept() calls waiting for one. A listener failing while the endpoint is
-  // open is delivered as its error.
-  const ready: (QuicConnection | Error)[] = [];
-  const waiting: ((next: QuicConnection | Error | null) => void)[] = [];
-  const deliver = (next: QuicConnection | Error) => {
-    const waiter = waiting.shift();
+  }
+
+  async #read(listener: Deno.QuicListener): Promise<void> {
+    while (!this.#closed) {
+      let incoming: Deno.QuicIncoming;
+      try {
+        incoming = await listener.incoming();
+      } catch (err) {
+        if (!this.#closed) this.#deliver(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      this.#admit(incoming);
+    }
+  }
+
+  #next(): Promise<QuicConnection | Error | null> {
+    if (this.#closed) return Promise.resolve(null);
+    const first = this.#ready.shift();
+    if (first) return Promise.resolve(first);
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #deliver(next: QuicConnection | Error): void {
+    const waiter = this.#waiting.shift();
     if (waiter) waiter(next);
-    else ready.push(next);
-  };
-  const reject = (reason: RejectReason) => {
+    else this.#ready.push(next);
+  }
+
+  #reject(reason: RejectReason): void {
     log.debug("connection turned away: {reason}", { reason });
-    opts.onRejected?.(reason);
-  };
-  const shed = (list: Shed<Deno.QuicConn>[]) => {
+    this.#opts.onRejected?.(reason);
+  }
+
+  #shed(list: Shed<Deno.QuicConn>[]): void {
     for (const { entry, reason } of list) {
       closeQuietly(
         entry.handle,
         H3Code.EXCESSIVE_LOAD, // RFC 9114 §8.1: the close code for connections past a limit
         reason === "handshake_timeout" ? "handshake timeout" : "busy",
       );
-      reject(reason);
+      this.#reject(reason);
     }
-  };
+  }
 
-  // One sweeper for every handshake deadline (no timer per connection): it
-  // runs while handshakes are held, at a tenth of the timeout (250 ms at most).
-  let sweeper: ReturnType<typeof setTimeout> | undefined;
-  const sweepEvery = Math.max(5, Math.min(250, limits.handshakeTimeoutMs / 10));
-  const sweep = () => {
-    sweeper = undefined;
-    shed(table.sweep());
-    if (table.handshakes > 0 && !closed) sweeper = setTimeout(sweep, sweepEvery);
-  };
+  #sweep(): void {
+    this.#sweeper = undefined;
+    this.#shed(this.#table.sweep());
+    if (this.#table.handshakes > 0 && !this.#closed) {
+      this.#sweeper = setTimeout(() => this.#sweep(), this.#sweepEvery);
+    }
+  }
 
   /**
    * Admits one incoming connection. Its handshake runs on its own, bounded by
@@ -206,19 +325,11 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
    * `handshake` promise, so a stalled one can be closed; nothing is served on
    * it before the handshake completes.
    */
-  const admit = (incoming: Deno.QuicIncoming) => {
-    const refused = stopped ? "stopped" : table.refuseUnseen();
+  #admit(incoming: Deno.QuicIncoming): void {
+    const table = this.#table;
+    const refused = this.#stopped ? "stopped" : table.refuseUnseen();
     if (refused !== undefined) {
-      // Turned away without reading the address (reading it first would
-      // consume the incoming connection, docs/architecture.md §4): a refusal is one small
-      // packet; past the handshake rate nothing is sent at all.
-      try {
-        if (refused === "handshake_rate") incoming.ignore();
-        else incoming.refuse();
-      } catch {
-        // already gone
-      }
-      if (refused !== "stopped") reject(refused);
+      this.#turnAway(incoming, refused);
       return;
     }
     let conn: Deno.QuicConn;
@@ -231,23 +342,40 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
     const result = table.admit(conn, conn.remoteAddr.hostname);
     if (result.admitted === undefined) {
       closeQuietly(conn, H3Code.EXCESSIVE_LOAD, "too many connections from this address");
-      reject(result.reason);
-      countClosed();
+      this.#reject(result.reason);
+      this.#collector.closed();
       return;
     }
-    shed(result.shed);
+    this.#shed(result.shed);
     const entry: AdmissionEntry<Deno.QuicConn> = result.admitted;
-    if (sweeper === undefined) sweeper = setTimeout(sweep, sweepEvery);
+    if (this.#sweeper === undefined) {
+      this.#sweeper = setTimeout(() => this.#sweep(), this.#sweepEvery);
+    }
+    const release = () => {
+      table.closed(entry);
+      this.#collector.closed();
+    };
     conn.closed.then(release, release);
     conn.handshake.then(
-      () => serveIfEstablished(conn, entry),
+      () => this.#serveIfEstablished(conn, entry),
       (err) => log.trace("handshake failed: {error}", { error: String(err) }),
     );
-    function release() {
-      table.closed(entry);
-      countClosed();
+  }
+
+  /**
+   * Turned away without reading the address (reading it first would consume
+   * the incoming connection, docs/architecture.md §4): a refusal is one
+   * small packet; past the handshake rate nothing is sent at all.
+   */
+  #turnAway(incoming: Deno.QuicIncoming, refused: RejectReason | "stopped"): void {
+    try {
+      if (refused === "handshake_rate") incoming.ignore();
+      else incoming.refuse();
+    } catch {
+      // already gone
     }
-  };
+    if (refused !== "stopped") this.#reject(refused);
+  }
 
   /**
    * The handshake gate (`handshake_gate.ts`): `handshake` resolves also for
@@ -256,93 +384,28 @@ export function listenQuic(opts: ListenQuicOptions): DenoQuicTransport {
    * proves it is established and alive goes to the HTTP/3 layer; one that
    * died on its own is counted as `handshake_failed`.
    */
-  const serveIfEstablished = async (
+  async #serveIfEstablished(
     conn: Deno.QuicConn,
     entry: AdmissionEntry<Deno.QuicConn>,
-  ) => {
+  ): Promise<void> {
     let established: QuicConnection;
     try {
       established = await passHandshakeGate(conn as unknown as GateCandidate);
     } catch (err) {
-      if (closed || closedHere.has(conn)) return; // shed or shut down: counted already
+      if (this.#closed || closedHere.has(conn)) return; // shed or shut down: counted already
       log.debug("{host}:{port} not served: {error}", {
         host: conn.remoteAddr.hostname,
         port: conn.remoteAddr.port,
         error: err instanceof Error ? err.message : String(err),
       });
-      opts.onRejected?.("handshake_failed");
+      this.#opts.onRejected?.("handshake_failed");
       closeQuietly(conn, H3Code.NO_ERROR, "");
       return;
     }
-    if (!table.established(entry)) return; // shed or closed meanwhile
-    if (closed) return;
-    deliver(established);
-  };
-
-  const read = async (listener: Deno.QuicListener) => {
-    while (!closed) {
-      let incoming: Deno.QuicIncoming;
-      try {
-        incoming = await listener.incoming();
-      } catch (err) {
-        if (!closed) deliver(err instanceof Error ? err : new Error(String(err)));
-        return;
-      }
-      admit(incoming);
-    }
-  };
-  const next = (): Promise<QuicConnection | Error | null> => {
-    if (closed) return Promise.resolve(null);
-    const first = ready.shift();
-    if (first) return Promise.resolve(first);
-    return new Promise((resolve) => waiting.push(resolve));
-  };
-  read(listen(opts.cert, opts.key));
-  const addr: PeerAddr = { hostname: endpoint.addr.hostname, port: endpoint.addr.port };
-  return {
-    addr,
-    get handshakes() {
-      return table.handshakes;
-    },
-    get connections() {
-      return table.connections;
-    },
-    async accept(): Promise<QuicConnection | null> {
-      while (!closed) {
-        const conn = await next();
-        if (conn === null) return null;
-        if (conn instanceof Error) throw conn;
-        if (stopped) {
-          // Draining: a connection whose handshake finished meanwhile is not served.
-          closeQuietly(conn, H3Code.NO_ERROR, "shutting down");
-          continue;
-        }
-        return conn;
-      }
-      return null;
-    },
-    stop() {
-      stopped = true;
-    },
-    setCertificate(cert: string, key: string) {
-      if (closed) return;
-      // Throws before anything changes when the pair is unusable.
-      read(listen(cert, key));
-    },
-    close(info?: CloseInfo) {
-      if (closed) return;
-      stopped = true;
-      closed = true;
-      clearTimeout(sweeper);
-      collector.stop();
-      for (const waiter of waiting.splice(0)) waiter(null);
-      try {
-        endpoint.close(info ?? { closeCode: H3Code.NO_ERROR, reason: "" });
-      } catch {
-        // already closed
-      }
-    },
-  };
+    if (!this.#table.established(entry)) return; // shed or closed meanwhile
+    if (this.#closed) return;
+    this.#deliver(established);
+  }
 }
 
 /**

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { FloodBufferGuard } from "./flood_buffer.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../../tests/support/wait.ts";
 
 function guard() {
   const sizes: number[] = [];

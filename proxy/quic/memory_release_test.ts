@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { ChurnCollector, mallocTrim } from "./memory_release.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../../tests/support/wait.ts";
 
 /** A collector checking every 200 ms (1 s in the transport). */
 function collector(drained: () => boolean, lingerMs = 60_000) {

@@ -23,6 +23,7 @@ export type * from "./transport.ts";
 export {
   type AdmissionLimits,
   DEFAULT_ADMISSION_LIMITS,
+  DenoQuicListener,
   type DenoQuicTransport,
   listenQuic,
   type ListenQuicOptions,

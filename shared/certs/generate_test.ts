@@ -4,6 +4,7 @@ import * as x509 from "@peculiar/x509";
 import { type DevCerts, ensureDevCerts, generateDevCerts, LEAF_VALIDITY_DAYS } from "./generate.ts";
 import { main } from "./main.ts";
 import { needs } from "../../tests/support/tools.ts";
+import { withTimeout } from "../../tests/support/wait.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -210,16 +211,6 @@ function startServer(c: DevCerts) {
       await loop;
     },
   };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 Deno.test("QUIC: Deno.connectQuic verifies the leaf against the CA and completes the handshake", async () => {

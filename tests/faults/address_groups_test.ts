@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 /** Connects from `source`; resolves with the open connection, or `undefined` when turned away. */
 async function connectFrom(

@@ -18,7 +18,9 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { getHead, sleep, withTimeout } from "./_support.ts";
+import { getHead } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
+import { closeAll } from "../support/tcp.ts";
 
 /** Pool `connect_timeout_ms` of the tests (ms). */
 const CONNECT_TIMEOUT_MS = 500;
@@ -49,11 +51,7 @@ function stallingBackend(stalls: number, behave?: string) {
     accepts: () => accepts,
     close() {
       listener.close();
-      for (const c of held) {
-        try {
-          c.close();
-        } catch { /* closed */ }
-      }
+      closeAll(held);
     },
   };
 }

@@ -9,7 +9,9 @@
 import assert from "node:assert/strict";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, isAlive, sleep, startBackendProcess } from "./_support.ts";
+import { faultConfig, getHead, isAlive } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
+import { startBackendProcess } from "../support/backend.ts";
 
 const CONNECTIONS = 4;
 const WORKERS_PER_CONNECTION = 8;

@@ -12,7 +12,8 @@ import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, withTimeout } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { withTimeout } from "../support/wait.ts";
 
 const CONNECTIONS = 40;
 const BLOCKED_PER_CONNECTION = 8;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
 
 Deno.test("faults: broken request bodies get 400 and do not eject healthy backends", async () => {
   const a = startBackend("a");

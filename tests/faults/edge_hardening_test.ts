@@ -10,7 +10,8 @@ import { startBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, isAlive, mib, rssBytes, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead, isAlive, mib, rssBytes } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
 

@@ -26,10 +26,6 @@ import {
   encodeFrame,
   encodeFrameHeader,
   encodeGoaway,
-  encodeIndexedStatic,
-  encodeLiteralStaticNameRef,
-  encodeLiteralWithLiteralName,
-  encodeSectionPrefix,
   encodeSettingsFrame,
   encodeVarint,
   FrameDecoder,
@@ -39,11 +35,18 @@ import {
   QpackEncoder,
 } from "../../proxy/h3/mod.ts";
 import { rng as prng } from "../../proxy/h3/_test_util.ts";
+import {
+  encodeIndexedStatic,
+  encodeLiteralStaticNameRef,
+  encodeLiteralWithLiteralName,
+  encodeSectionPrefix,
+} from "../../proxy/h3/qpack/_test_util.ts";
 import { settledWithin } from "../../shared/deadline.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, isAlive, mib, rssBytes, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead, isAlive, mib, rssBytes } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 10_000);
 /** RSS is sampled after this many cases (measured: it plateaus by ~2,000). */
@@ -374,10 +377,9 @@ async function criticalStreamCase(
 Deno.test("faults: 10,000 malformed frame sequences and QPACK blocks never crash or bloat the proxy", async () => {
   const seed = Number(Deno.env.get("FUZZ_SEED") ?? 0x5eed8);
   const rnd = prng(seed);
-  // The backend reads each body before it answers. One that answers first
-  // and then resets the stream (CANCEL) can lose its answer inside Deno
-  // 2.9.6's HTTP/2 client: a POST then gets 502, an idempotent request is
-  // retried (README, "Known limits"); that race is not what this test is about.
+  // The backend reads each body before it answers: a backend that answers
+  // first and then resets the stream is the upstream conformance suite's
+  // case, not what this test is about.
   const be = startBackend("b", async (req) => {
     await req.arrayBuffer().catch(() => {});
     return new Response("ok");
@@ -494,9 +496,7 @@ Deno.test("faults: 10,000 malformed frame sequences and QPACK blocks never crash
     assert.deepEqual(panics, []);
     // The backend always answers 200: a 5xx, a backend failure or an ejection
     // would mean a client's malformed input was blamed on a healthy backend.
-    // No allowance: the upstream's own HTTP/2 client (the default) resets no
-    // backend stream here. (Deno 2.9.6's `node:http2`, `upstream_client:
-    // node`, reset about one case in 5,000 with CANCEL: README, "Known limits".)
+    // No allowance: the upstream's own HTTP/2 client resets no backend stream here.
     await sleep(300); // the proxy's last log lines
     const fiveXX = [...outcomes.entries()].filter(([k]) => /^response 5/.test(k));
     const why = [...failed5xx, ...proxy.stderr.filter((l) => /WARN|ERROR/.test(l)).slice(-10)];

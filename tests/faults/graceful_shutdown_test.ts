@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { type H3Response, H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 const CONNECTIONS = 5;
 const PER_CONNECTION = 10;

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 async function reclaimed(adminPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();

@@ -17,7 +17,8 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { floodInitials, spreadSources } from "../support/initial_flood.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, mib, rssBytes, sleep, withTimeout } from "./_support.ts";
+import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 const RATE = Number(Deno.env.get("FLOOD_RATE") ?? 200);
 const SECONDS = Number(Deno.env.get("FLOOD_SECONDS") ?? 6);

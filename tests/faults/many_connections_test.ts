@@ -15,7 +15,8 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, mib, rssBytes, withTimeout } from "./_support.ts";
+import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
+import { withTimeout } from "../support/wait.ts";
 
 const CONNECTIONS = 1000;
 /** Handshakes started at once while opening (all connections stay open together). */

@@ -19,7 +19,8 @@ import {
 } from "../../proxy/h3/mod.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, mib, rssBytes, sleep } from "./_support.ts";
+import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 const STREAMS = 40;
 const SHARE = 10;

@@ -10,7 +10,8 @@ import { concatBytes, encodeFrameHeader, FrameType, H3Code } from "../../proxy/h
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, withTimeout } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
+import { withTimeout } from "../support/wait.ts";
 
 const LIMIT = 16_384;
 /** The frame bound for LIMIT: 16 × 16 KiB is under 1 MiB, so 1 MiB. */

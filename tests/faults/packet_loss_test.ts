@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
-import { faultConfig } from "./_support.ts";
+import { faultConfig } from "../support/faults.ts";
 
 Deno.test("faults: with 5% packet loss both ways, 200 requests on one connection all get 200", async () => {
   const be = startBackend("b");

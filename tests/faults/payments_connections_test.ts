@@ -11,7 +11,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { isAlive, sleep, withTimeout } from "./_support.ts";
+import { isAlive } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
+import { closeAll, closedWithin, connect } from "../support/tcp.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const TOKEN = "conn-token";
@@ -97,30 +99,6 @@ async function startPayments(args: string[], nofile?: number): Promise<Payments>
       return status;
     },
   };
-}
-
-function connect(port: number): Promise<Deno.Conn> {
-  return Deno.connect({ hostname: "127.0.0.1", port });
-}
-
-/** Ms until the peer closes `conn` (what it sends is dropped); -1 if still open after `maxMs`. */
-async function closedWithin(conn: Deno.Conn, maxMs: number, t0: number): Promise<number> {
-  const buf = new Uint8Array(4096);
-  const timer = setTimeout(() => conn.close(), Math.max(0, t0 + maxMs - performance.now()));
-  try {
-    while (await conn.read(buf) !== null) { /* drop */ }
-    return performance.now() - t0;
-  } catch {
-    const t = performance.now() - t0;
-    return t >= maxMs ? -1 : t;
-  } finally {
-    clearTimeout(timer);
-    try {
-      conn.close();
-    } catch {
-      // closed
-    }
-  }
 }
 
 /** Sends one header byte every `everyMs` and never ends the head (slowloris). */
@@ -242,13 +220,7 @@ Deno.test("faults: payments closes idle and slowloris connections at its timeout
     );
   } finally {
     for (const s of stops) s();
-    for (const c of opened) {
-      try {
-        c.close();
-      } catch {
-        // closed by the server
-      }
-    }
+    closeAll(opened);
     await steady.stop();
     const status = await server.stop();
     assert.equal(status.code, 0, server.log.join("\n"));
@@ -313,13 +285,7 @@ Deno.test("faults: payments out of file descriptors (ulimit -n 64) stays up, kee
     assert.equal(steady.seen.failed, 0, steady.seen.errors.join("\n"));
     assert.ok(await isAlive(server.child.pid));
   } finally {
-    for (const c of flood) {
-      try {
-        c.close();
-      } catch {
-        // closed by the server
-      }
-    }
+    closeAll(flood);
     await steady.stop();
     const status = await server.stop();
     assert.equal(status.code, 0, server.log.join("\n"));

@@ -7,7 +7,7 @@
 // deno-lint-ignore-file no-console
 import assert from "node:assert/strict";
 import { spawnServer } from "../payments/_server_process.ts";
-import { sleep, withTimeout } from "./_support.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 const TOKEN = "fault-token";
 const CHARGES = 1000;

@@ -10,7 +10,8 @@ import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead, mib, rssBytes, sleep } from "./_support.ts";
+import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 const ONE_GIB = 1 << 30;
 const CHUNK = 64 * 1024;

@@ -12,7 +12,7 @@ import { concatBytes } from "../../shared/bytes.ts";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { faultConfig, getHead } from "./_support.ts";
+import { faultConfig, getHead } from "../support/faults.ts";
 
 Deno.test("faults: a request stalled in its headers or its body gets 408 after request_idle_timeout_ms", async () => {
   const backend = startBackend("a");

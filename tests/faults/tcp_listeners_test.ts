@@ -20,57 +20,15 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startBackend, type TestBackend } from "../support/backend.ts";
+import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { type ProxyProcess, startProxy, testCerts } from "../support/proxy_process.ts";
-import { isAlive, sleep } from "./_support.ts";
+import { isAlive, tcpFallbackConfig } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
+import { closeAll, closedWithin, connect } from "../support/tcp.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-function config(backend: TestBackend, extra: { limits?: string; admin?: string } = {}): string {
-  return `version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
-limits: {${extra.limits ?? ""}}
-admin: {address: 127.0.0.1, port: 0${extra.admin ? `, ${extra.admin}` : ""}}
-log: {level: info, access: false}
-upstream:
-  api: {route: {path_prefix: /}, backends: [{id: a, address: "${backend.address}"}]}
-`;
-}
-
-/**
- * Milliseconds from `since` until the server closes `conn` (what it sends is
- * read and dropped), or -1 if it is still open `maxMs` after `since`.
- */
-async function closedWithin(conn: Deno.Conn, maxMs: number, since: number): Promise<number> {
-  const buf = new Uint8Array(4096);
-  const timer = setTimeout(() => {
-    try {
-      conn.close();
-    } catch {
-      // already closed
-    }
-  }, Math.max(0, since + maxMs - performance.now()));
-  try {
-    while (await conn.read(buf) !== null) { /* drop */ }
-  } catch {
-    // reset by the server, or closed by the timer above
-  } finally {
-    clearTimeout(timer);
-  }
-  const t = performance.now() - since;
-  try {
-    conn.close();
-  } catch {
-    return t >= maxMs ? -1 : t; // the timer closed it
-  }
-  return t;
-}
-
-function connect(port: number): Promise<Deno.Conn> {
-  return Deno.connect({ hostname: "127.0.0.1", port });
-}
 
 async function tlsConnect(port: number, ca: string): Promise<Deno.TlsConn> {
   const conn = await Deno.connectTls({
@@ -135,16 +93,6 @@ async function flood(port: number, n: number): Promise<Deno.Conn[]> {
   return out;
 }
 
-function closeAll(conns: Deno.Conn[]): void {
-  for (const c of conns) {
-    try {
-      c.close();
-    } catch {
-      // closed by the server
-    }
-  }
-}
-
 for (
   const variant of [
     {
@@ -164,7 +112,7 @@ for (
     const ca = await Deno.readTextFile(certs.caPath);
     const backend = startBackend("a");
     const proxy = await startProxy(
-      config(backend, {
+      tcpFallbackConfig(backend.address, {
         limits: `tcp_header_timeout_ms: 2000, tcp_idle_timeout_ms: 60000${
           variant.limits ? `, ${variant.limits}` : ""
         }`,
@@ -245,7 +193,7 @@ Deno.test("faults: slowloris on the TCP fallback and the admin listener: every k
   const backend = startBackend("a");
   const HEADER_MS = 1000;
   const IDLE_MS = 1500;
-  const proxy = await startProxy(config(backend, {
+  const proxy = await startProxy(tcpFallbackConfig(backend.address, {
     limits: `tcp_header_timeout_ms: ${HEADER_MS}, tcp_idle_timeout_ms: ${IDLE_MS}`,
     admin: `header_timeout_ms: ${HEADER_MS}, idle_timeout_ms: ${IDLE_MS}`,
   }));

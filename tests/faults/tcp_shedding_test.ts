@@ -17,36 +17,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { startBackend, type TestBackend } from "../support/backend.ts";
+import { startBackend } from "../support/backend.ts";
 import { type ProxyProcess, startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "./_support.ts";
+import { tcpFallbackConfig } from "../support/faults.ts";
+import { closeAll, connect, listeningPorts } from "../support/tcp.ts";
+import { sleep } from "../support/wait.ts";
 
 const enc = new TextEncoder();
-
-function config(backend: TestBackend, extra: { limits?: string; admin?: string } = {}): string {
-  return `version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
-limits: {${extra.limits ?? ""}}
-admin: {address: 127.0.0.1, port: 0${extra.admin ? `, ${extra.admin}` : ""}}
-log: {level: info, access: false}
-upstream:
-  api: {route: {path_prefix: /}, backends: [{id: a, address: "${backend.address}"}]}
-`;
-}
-
-function connect(port: number): Promise<Deno.Conn> {
-  return Deno.connect({ hostname: "127.0.0.1", port });
-}
-
-function closeAll(conns: Deno.Conn[]): void {
-  for (const c of conns) {
-    try {
-      c.close();
-    } catch {
-      // closed by the server
-    }
-  }
-}
 
 /** `/metrics` of the proxy on a connection of its own (a shed one must not be reused). */
 async function metricsText(proxy: ProxyProcess): Promise<string> {
@@ -110,7 +87,7 @@ async function isClosed(conn: Deno.Conn, ms: number): Promise<boolean> {
 
 Deno.test("#35.6: 150 connections trickling heads to the admin port (cap 64); GET /metrics is answered within 1 s", async () => {
   const backend = startBackend("a");
-  const proxy = await startProxy(config(backend, {
+  const proxy = await startProxy(tcpFallbackConfig(backend.address, {
     admin: "header_timeout_ms: 60000, idle_timeout_ms: 60000",
   }));
   const conns: Deno.Conn[] = [];
@@ -157,7 +134,7 @@ Deno.test("#35.6: stalled TLS handshakes and trickling heads fill the TCP fallba
   const certs = await testCerts();
   const ca = await Deno.readTextFile(certs.caPath);
   const backend = startBackend("a");
-  const proxy = await startProxy(config(backend, {
+  const proxy = await startProxy(tcpFallbackConfig(backend.address, {
     limits: "tcp_max_connections: 16, tcp_header_timeout_ms: 60000, tcp_idle_timeout_ms: 60000",
   }));
   const conns: Deno.Conn[] = [];
@@ -206,32 +183,9 @@ Deno.test("#35.6: stalled TLS handshakes and trickling heads fill the TCP fallba
   }
 });
 
-/** TCP ports process `pid` listens on (`/proc/<pid>/net/tcp{,6}` and its descriptors). */
-function listeningPorts(pid: number): Set<number> {
-  const inodes = new Set<string>();
-  for (const e of Deno.readDirSync(`/proc/${pid}/fd`)) {
-    try {
-      const m = /^socket:\[(\d+)\]$/.exec(Deno.readLinkSync(`/proc/${pid}/fd/${e.name}`));
-      if (m) inodes.add(m[1]);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  const ports = new Set<number>();
-  for (const file of [`/proc/${pid}/net/tcp`, `/proc/${pid}/net/tcp6`]) {
-    for (const line of Deno.readTextFileSync(file).split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) {
-        ports.add(parseInt(f[1].split(":")[1], 16));
-      }
-    }
-  }
-  return ports;
-}
-
 Deno.test("#35.3: 150 connections straight to the TCP fallback's internal TLS listener are counted in /metrics until they leave", async () => {
   const backend = startBackend("a");
-  const proxy = await startProxy(config(backend, {
+  const proxy = await startProxy(tcpFallbackConfig(backend.address, {
     limits: "tcp_max_connections: 400, tcp_header_timeout_ms: 2000",
   }));
   const conns: Deno.Conn[] = [];

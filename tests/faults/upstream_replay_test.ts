@@ -28,22 +28,20 @@
  *   immediate replays) and answered 502.
  */
 import assert from "node:assert/strict";
+import { FrameType } from "../../proxy/h2/frames.ts";
+import { frame, goaway, u32 } from "../../proxy/h2/_test_util.ts";
 import {
   dataFrame,
   type EvilBackend,
   type EvilPeer,
   fieldOf,
-  frame,
-  FrameType,
-  goawayPayload,
   headersFrame,
   okAnswer,
   startEvilBackend,
-  u32,
 } from "../support/evil_h2_backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { withTimeout } from "./_support.ts";
+import { withTimeout } from "../support/wait.ts";
 
 const REFUSED_STREAM = 0x7;
 const NO_ERROR = 0x0;
@@ -58,7 +56,7 @@ interface Shape {
 const FINAL_HEAD = [[":status", "200"], ["content-length", "100"]] as const;
 const EARLY_HINTS = [[":status", "103"], ["link", "</a.css>; rel=preload"]] as const;
 const rst = (id: number) => frame(FrameType.RST_STREAM, 0, id, u32(REFUSED_STREAM));
-const goaway0 = () => frame(FrameType.GOAWAY, 0, 0, goawayPayload(0, NO_ERROR));
+const goaway0 = () => goaway(0, NO_ERROR);
 
 const SHAPES: readonly Shape[] = [
   {

@@ -14,7 +14,8 @@ import assert from "node:assert/strict";
 import { gtls, type GtlsResult } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
 import { type RelayedDatagram, startUdpRelay, type UdpRelay } from "../support/udp_relay.ts";
-import { faultConfig, sleep, withTimeout } from "./_support.ts";
+import { faultConfig } from "../support/faults.ts";
+import { sleep, withTimeout } from "../support/wait.ts";
 
 /** One request the backend received, and when. */
 interface Seen {

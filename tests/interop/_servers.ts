@@ -8,6 +8,9 @@
  * @module
  */
 
+import { freePort } from "../support/free_port.ts";
+import { sleep } from "../support/wait.ts";
+
 /** A running server. */
 export interface Server {
   /** `127.0.0.1:port`. */
@@ -44,14 +47,6 @@ export function testSite(): Promise<Site> {
   return site;
 }
 
-/** A loopback port nothing listens on right now. */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = l.addr as Deno.NetAddr;
-  l.close();
-  return port;
-}
-
 /** Waits until something accepts TCP connections on `port`. */
 async function listening(port: number, child: Deno.ChildProcess, what: string): Promise<void> {
   const end = performance.now() + 15_000;
@@ -65,7 +60,7 @@ async function listening(port: number, child: Deno.ChildProcess, what: string): 
     } catch {
       if (exited) throw new Error(`${what} exited before listening`);
       if (performance.now() > end) throw new Error(`${what} did not listen on ${port}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   }
 }
@@ -212,6 +207,14 @@ export async function startDenoServe(): Promise<Server> {
   });
   return { address: `127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
 }
+
+/** The h2c servers nobody here wrote, by name, each started in its default setup. */
+export const H2C_SERVERS: Readonly<Record<string, () => Promise<Server>>> = {
+  nghttpd: () => startNghttpd(),
+  node: () => startNodeServer(),
+  caddy: () => startCaddy(),
+  deno: () => startDenoServe(),
+};
 
 /** The payments service (`payments/main.ts`) with an in-memory store. */
 export async function startPayments(token: string): Promise<Server> {

@@ -10,22 +10,15 @@
 import assert from "node:assert/strict";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 import {
+  H2C_SERVERS,
   type Server,
   startCaddy,
-  startDenoServe,
   startNghttpd,
-  startNodeServer,
   startPayments,
   testSite,
 } from "./_servers.ts";
-
-const BACKENDS: Record<string, () => Promise<Server>> = {
-  nghttpd: () => startNghttpd(),
-  node: () => startNodeServer(),
-  caddy: () => startCaddy(),
-  deno: () => startDenoServe(),
-};
 
 function head(method: string, host: string, path: string, port: number): Array<[string, string]> {
   return [
@@ -43,7 +36,7 @@ Deno.test({
   async fn() {
     const site = await testSite();
     const servers: Record<string, Server> = {};
-    for (const [name, start] of Object.entries(BACKENDS)) servers[name] = await start();
+    for (const [name, start] of Object.entries(H2C_SERVERS)) servers[name] = await start();
     servers.payments = await startPayments("interop-token");
     const pools = Object.entries(servers).map(([name, s]) =>
       `  ${name}:
@@ -58,7 +51,7 @@ ${pools}
     const ca = await Deno.readTextFile((await testCerts()).caPath);
     const client = await H3TestClient.connect(proxy.port, ca);
     try {
-      for (const name of Object.keys(BACKENDS)) {
+      for (const name of Object.keys(H2C_SERVERS)) {
         const small = await client.request({
           head: head("GET", `${name}.test`, "/small.txt", proxy.port),
         });
@@ -141,7 +134,7 @@ upstream:
         assert.deepEqual(big.body, site.big, `${name}: 1 MiB over TLS byte for byte`);
       }
       // Probes of the TLS backend succeed: it stays in (a failed probe would make it 503).
-      await new Promise((r) => setTimeout(r, 700));
+      await sleep(700);
       const again = await client.request({
         head: head("GET", "caddy.test", "/small.txt", proxy.port),
       });

@@ -1,6 +1,7 @@
 /** The `payments/main.ts` command line. */
 import assert from "node:assert/strict";
 import { spawnServer } from "./_server_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -134,7 +135,7 @@ Deno.test("cli: a stalled upload gets 408 after --body-timeout, and never holds 
   ]);
   const held = await stalledUpload(Number(new URL(slow.url).port));
   try {
-    await new Promise((r) => setTimeout(r, 200)); // the request is in the handler
+    await sleep(200); // the request is in the handler
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), 8_000));
     const outcome = await Promise.race([slow.stop(), late]);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { apiCaller, spawnServer } from "./_server_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const TOKEN = "e2e-token";
 const CARD_NUMBER = "4012888888881881";
@@ -158,7 +159,7 @@ Deno.test("e2e: SIGKILL during writes loses no acknowledged charge", async () =>
     }
   };
   const workers = Array.from({ length: 8 }, worker);
-  while (acked.length < 60) await new Promise((r) => setTimeout(r, 5));
+  while (acked.length < 60) await sleep(5);
   await srv.kill();
   stop = true;
   await Promise.all(workers);

@@ -29,19 +29,14 @@ async function exhaust(base: string, headers: Record<string, string>): Promise<v
   assert.equal(await token(base, headers), 429);
 }
 
+/** The payments server (in-memory store, token `t`) with one `--trusted-proxy` per CIDR. */
+function serverTrusting(cidrs: string[]) {
+  const trusted = cidrs.flatMap((cidr) => ["--trusted-proxy", cidr]);
+  return spawnServer(["--port", "0", "--kv", ":memory:", "--token", "t", ...trusted]);
+}
+
 Deno.test("trusted proxy peer: each forwarded client has its own token bucket", async () => {
-  const srv = await spawnServer([
-    "--port",
-    "0",
-    "--kv",
-    ":memory:",
-    "--token",
-    "t",
-    "--trusted-proxy",
-    "127.0.0.0/8",
-    "--trusted-proxy",
-    "::1/128",
-  ]);
+  const srv = await serverTrusting(["127.0.0.0/8", "::1/128"]);
   try {
     await exhaust(srv.url, { "x-forwarded-for": "203.0.113.1" });
     // Another client behind the same proxy is not starved.
@@ -60,16 +55,7 @@ Deno.test("trusted proxy peer: each forwarded client has its own token bucket", 
 });
 
 Deno.test("untrusted peer: forwarded headers are ignored, the peer address counts", async () => {
-  const srv = await spawnServer([
-    "--port",
-    "0",
-    "--kv",
-    ":memory:",
-    "--token",
-    "t",
-    "--trusted-proxy",
-    "10.0.0.0/8",
-  ]);
+  const srv = await serverTrusting(["10.0.0.0/8"]);
   try {
     await exhaust(srv.url, { "x-forwarded-for": "203.0.113.1" });
     assert.equal(await token(srv.url, { "x-forwarded-for": "203.0.113.2" }), 429);

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
-import { faultConfig, sleep } from "../faults/_support.ts";
+import { faultConfig } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 Deno.test("access log: on by default, one line per request with status, backend and stream id", async () => {
   const be = startBackend("b");

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { runCli, startProxy, testCerts, writeConfig } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const TOKEN = "admin-e2e-token";
 
@@ -101,7 +102,7 @@ Deno.test("admin: with a token, /admin/ needs it, /health and /metrics stay open
       );
       // SIGHUP is refused the same way: the token still guards the listener.
       Deno.kill(proxy.pid, "SIGHUP");
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       assert.ok(
         proxy.stderr.some((l) => /reload rejected: admin\.token/.test(l)),
         proxy.stderr.join("\n"),

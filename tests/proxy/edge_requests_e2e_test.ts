@@ -7,11 +7,13 @@ import assert from "node:assert/strict";
 import { concatBytes, decodeVarint, encodeFrame, FrameType, H3Code } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
 import { chromiumDumpDom } from "../support/chromium.ts";
+import { curlLocal } from "../support/curl.ts";
 import { firefoxRun } from "../support/firefox.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 import { needs } from "../support/tools.ts";
+import { sleep } from "../support/wait.ts";
 
 const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
 
@@ -26,24 +28,10 @@ function head(
   return fields;
 }
 
+/** curl's exit code, and the response it printed (head included) with its errors. */
 async function curl(port: number, args: string[]): Promise<{ code: number; text: string }> {
-  const out = await new Deno.Command("curl", {
-    args: [
-      "-sk",
-      "-i",
-      "--max-time",
-      "20",
-      "--resolve",
-      `localhost:${port}:127.0.0.1`,
-      ...args,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return {
-    code: out.code,
-    text: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
-  };
+  const out = await curlLocal(port, ["-sk", "-i", ...args]);
+  return { code: out.exit, text: out.stdout + out.stderr };
 }
 
 Deno.test("#24.4: an impossible :authority or host is 400 at the proxy, over HTTP/3 and the TCP fallback, and never reaches the backend", async () => {
@@ -85,11 +73,7 @@ upstream:
 
 Deno.test("#25.6: CANCEL_PUSH from a client that sent no MAX_PUSH_ID closes the connection with H3_ID_ERROR (RFC 9114 §7.2.3)", async () => {
   const be = startBackend("b");
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+  const proxy = await startProxy(oneBackendConfig(be.address));
   const pem = await ca();
   const client = await H3TestClient.connect(proxy.port, pem);
   const other = await H3TestClient.connect(proxy.port, pem);
@@ -118,12 +102,7 @@ const FORGED: Array<[string, string]> = [
 
 async function forwardedSeen(trusted: string): Promise<Record<string, string>> {
   const be = startBackend("b");
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-${trusted}
-`);
+  const proxy = await startProxy(`${oneBackendConfig(be.address)}${trusted}\n`);
   const client = await H3TestClient.connect(proxy.port, await ca());
   try {
     const r = await client.request({ head: head("localhost", "/headers", FORGED) });
@@ -171,13 +150,13 @@ function slowBackend(results?: (text: string) => void) {
       results?.(await req.text());
       return new Response("thanks");
     }
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     let sent = 0;
     return new Response(
       new ReadableStream<Uint8Array>({
         async pull(c) {
           if (sent === 2) return c.close();
-          if (sent++ === 1) await new Promise((r) => setTimeout(r, 1200));
+          if (sent++ === 1) await sleep(1200);
           c.enqueue(new TextEncoder().encode("x".repeat(1000)));
         },
       }),
@@ -201,11 +180,7 @@ const PROBED_PAGE = `<!doctype html><html><body><pre id="out">pending</pre><scri
 
 Deno.test("#25.5: the cancel probes (RFC 9114 §7.2.8 reserved frames before HEADERS and between DATA) are ignored by gtlsclient and Chromium", async () => {
   const be = slowBackend();
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+  const proxy = await startProxy(oneBackendConfig(be.address));
   try {
     const r = await gtls(proxy.port, `https://localhost:${proxy.port}/slow`, { streams: 3 });
     assert.equal(r.code, 0, r.output.slice(-2000));
@@ -269,11 +244,7 @@ Deno.test({
   async fn() {
     const results = Promise.withResolvers<string>();
     const be = slowBackend((text) => results.resolve(text));
-    const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-`);
+    const proxy = await startProxy(oneBackendConfig(be.address));
     try {
       const certs = await testCerts();
       const origin = `localhost:${proxy.port}`;
@@ -293,12 +264,7 @@ upstream:
 
 Deno.test("#24.5: trusted_proxies applies on reload (SIGHUP), without a restart", async () => {
   const be = startBackend("b");
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-trusted_proxies: []
-`);
+  const proxy = await startProxy(`${oneBackendConfig(be.address)}trusted_proxies: []\n`);
   const client = await H3TestClient.connect(proxy.port, await ca());
   const xff = async () => {
     const r = await client.request({ head: head("localhost", "/headers", FORGED) });
@@ -315,7 +281,7 @@ trusted_proxies: []
     Deno.kill(proxy.pid, "SIGHUP");
     let seen = "";
     for (let i = 0; i < 100 && seen !== "6.6.6.6, 127.0.0.1"; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       seen = await xff();
     }
     assert.equal(seen, "6.6.6.6, 127.0.0.1");

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { gtls } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
-import { faultConfig, sleep } from "../faults/_support.ts";
+import { faultConfig } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 Deno.test("causes: a dead backend's failure line names the refused connection", async () => {
   // A port nothing listens on.

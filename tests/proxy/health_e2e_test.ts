@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const INTERVAL = 250;
 const TIMEOUT = 500;
@@ -38,8 +39,6 @@ async function hits(
   }
   return { by, statuses };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test("e2e: a 503 backend is taken out and comes back per the state table", async (t) => {
   let sick = false;

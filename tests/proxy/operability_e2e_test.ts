@@ -5,9 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { startBackend, type TestBackend } from "../support/backend.ts";
+import { curlLocal } from "../support/curl.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { type ProxyProcess, startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const TOKEN = "admin-secret";
 
@@ -194,7 +196,7 @@ Deno.test("e2e: admin API, Prometheus metrics and hot reload", async (t) => {
       "reload with a good file under load: the new pool serves, nothing fails",
       async () => {
         const load = gtls(proxy.port, `https://localhost:${proxy.port}/slow/20`, { streams: 200 });
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         await Deno.writeTextFile(
           proxy.configPath,
           yaml(
@@ -251,7 +253,7 @@ Deno.test("e2e: admin API, Prometheus metrics and hot reload", async (t) => {
       Deno.kill(proxy.pid, "SIGHUP");
       let backend = "";
       for (let i = 0; i < 50 && backend !== "c"; i++) {
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         const r = await client.request({
           head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
             ":path",
@@ -286,20 +288,14 @@ upstream:
 `);
   try {
     for (const proto of ["--http2", "--http1.1"]) {
-      const out = await new Deno.Command("curl", {
-        args: [
-          "-sk",
-          proto,
-          "-i",
-          `https://localhost:${proxy.port}/hello`,
-          "--resolve",
-          `localhost:${proxy.port}:127.0.0.1`,
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const out = await curlLocal(proxy.port, [
+        "-sk",
+        proto,
+        "-i",
+        `https://localhost:${proxy.port}/hello`,
+      ]);
+      const text = out.stdout;
+      assert.equal(out.exit, 0, out.stderr);
       assert.match(text, proto === "--http2" ? /^HTTP\/2 200/ : /^HTTP\/1\.1 200/);
       assert.match(text, new RegExp(`alt-svc: h3=":${proxy.port}"; ma=86400`, "i"));
       assert.match(text, /"backend":"a"/);
@@ -321,7 +317,7 @@ Deno.test("e2e: a reload that removes a backend lets its streaming responses fin
       new ReadableStream<Uint8Array>({
         async pull(c) {
           if (sent++ === CHUNKS) return c.close();
-          await new Promise((r) => setTimeout(r, 75));
+          await sleep(75);
           c.enqueue(new Uint8Array(10_000).fill(111));
         },
       }),
@@ -345,7 +341,7 @@ upstream:
         "/stream",
       ]],
     });
-    await new Promise((r) => setTimeout(r, 300)); // the body is streaming
+    await sleep(300); // the body is streaming
     await Deno.writeTextFile(
       proxy.configPath,
       config(fresh.address).replaceAll("{{cert}}", certs.certPath).replaceAll(

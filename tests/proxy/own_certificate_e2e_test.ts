@@ -8,20 +8,9 @@
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { startProxy } from "../support/proxy_process.ts";
+import { shell } from "../support/shell.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-
-async function sh(script: string, cwd: string) {
-  const out = await new Deno.Command("bash", {
-    args: ["-c", script],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
 
 /** The shell block after the `own-certificate` marker of docs/getting-started.md. */
 async function recipe(): Promise<string> {
@@ -37,7 +26,7 @@ Deno.test("docs' own certificate: the proxy serves it; curl and h3_client accept
   const dir = await Deno.makeTempDir({ prefix: "spooky-own-cert-" });
   const be = startBackend("b");
   try {
-    const made = await sh(`set -e\n${await recipe()}`, dir);
+    const made = await shell(`set -e\n${await recipe()}`, dir);
     assert.equal(made.code, 0, made.stderr);
     const proxy = await startProxy(`version: 1
 listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "${dir}/cert.pem", key: "${dir}/key.pem"}}
@@ -46,12 +35,12 @@ upstream:
 `);
     try {
       const url = `https://localhost:${proxy.port}/hello`;
-      const curl = await sh(
+      const curl = await shell(
         `curl -s -o /dev/null -w '%{http_code}' --cacert ca.pem --resolve localhost:${proxy.port}:127.0.0.1 ${url}`,
         dir,
       );
       assert.equal(curl.stdout, "200", curl.stderr);
-      const h3 = await sh(
+      const h3 = await shell(
         `'${Deno.execPath()}' run -A '${ROOT}examples/h3_client.ts' -i --ca ca.pem ${url}`,
         dir,
       );
@@ -62,7 +51,7 @@ upstream:
     }
 
     // The one-step self-signed certificate the page warns about.
-    const self = await sh(
+    const self = await shell(
       `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 ` +
         `-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 ` +
         `-keyout self-key.pem -out self.pem`,
@@ -75,7 +64,7 @@ upstream:
   root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
 `);
     try {
-      const h3 = await sh(
+      const h3 = await shell(
         `'${Deno.execPath()}' run -A '${ROOT}examples/h3_client.ts' --ca self.pem ` +
           `https://localhost:${selfProxy.port}/`,
         dir,

@@ -8,6 +8,7 @@ import { startBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 function config(backends: Record<string, string[]>, extra = ""): string {
   let y = `version: 1
@@ -237,7 +238,7 @@ Deno.test("e2e: SIGTERM sends GOAWAY, lets the in-flight request finish, exits 0
         "/slow/800",
       ]],
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const exit = proxy.stop("SIGTERM");
     const res = await inflight;
     assert.equal(res.status, 200);

@@ -19,6 +19,7 @@ import {
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 // RFC 9204 Appendix A indices.
 const S_AUTHORITY = 0;
@@ -88,14 +89,14 @@ Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are de
         encodeIndexedDynamic(0), // abs 3: not inserted yet
       );
       const pending = client.request({ head: block });
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       await client.sendEncoderInstructions(encodeInsertWithLiteralName("x-late", "yes"));
       const seen = headersSeen(await pending);
       assert.equal(seen["x-late"], "yes");
     });
 
     await t.step("the proxy acknowledges sections on its decoder stream (§4.4.1)", async () => {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       const bytes = concatBytes(...client.serverDecoderStream);
       // Section Acknowledgment: 1xxxxxxx with the stream id (0, 4, 8 here).
       assert.ok(bytes.length >= 3, `decoder stream bytes: ${bytes.length}`);

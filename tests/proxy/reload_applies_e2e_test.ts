@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "../faults/_support.ts";
+import { sleep } from "../support/wait.ts";
 
 /** Waits (up to 10 s, polling every 50 ms) for `cond`; the access log is written in batches. */
 async function until(cond: () => boolean | Promise<boolean>): Promise<void> {

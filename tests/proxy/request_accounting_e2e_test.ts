@@ -9,9 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
+import { curlLocal } from "../support/curl.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "../faults/_support.ts";
+import { sleep } from "../support/wait.ts";
 
 function head(method: string, path: string, port: number, extra: Array<[string, string]> = []) {
   return [
@@ -34,26 +35,40 @@ async function requestsTotal(adminPort: number): Promise<number> {
   return sum;
 }
 
+/** The status curl got (0: none). */
 async function curl(port: number, caPath: string, args: string[]): Promise<number> {
-  const out = await new Deno.Command("curl", {
-    args: [
-      "-s",
-      "-o",
-      "/dev/null",
-      "-w",
-      "%{http_code}",
-      "--max-time",
-      "20",
-      "--cacert",
-      caPath,
-      "--resolve",
-      `localhost:${port}:127.0.0.1`,
-      ...args,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return Number(new TextDecoder().decode(out.stdout));
+  const out = await curlLocal(port, [
+    "-s",
+    "-o",
+    "/dev/null",
+    "-w",
+    "%{http_code}",
+    "--cacert",
+    caPath,
+    ...args,
+  ]);
+  return Number(out.stdout);
+}
+
+/**
+ * A proxy with the TCP fallback, the admin listener (for `/metrics`) and a
+ * JSON access log at `file`, routing `/` to `backend`; `pools`: more pools,
+ * `extra`: more top-level YAML.
+ */
+function accountingConfig(
+  backend: string,
+  file: string,
+  more: { pools?: string; extra?: string } = {},
+): string {
+  return `version: 1
+listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
+upstream:
+  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${backend}"}]}
+${more.pools ?? ""}
+admin: {port: 0}
+log: {access: {format: json, file: "${file}"}}
+${more.extra ?? ""}
+`;
 }
 
 Deno.test("#21.1: a mixed batch over HTTP/3 and the TCP fallback: log lines = requests_total increase = requests sent", async () => {
@@ -61,16 +76,11 @@ Deno.test("#21.1: a mixed batch over HTTP/3 and the TCP fallback: log lines = re
   const dir = await Deno.makeTempDir();
   const file = `${dir}/access.log`;
   const certs = await testCerts();
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-  dead: {route: {path_prefix: /dead}, backends: [{id: d0, address: "127.0.0.1:1"}]}
-limits: {max_request_body_bytes: 1000, max_header_list_size: 2048}
-admin: {port: 0}
-passive_health: {enabled: false}
-log: {access: {format: json, file: "${file}"}}
-`);
+  const proxy = await startProxy(accountingConfig(be.address, file, {
+    pools: `  dead: {route: {path_prefix: /dead}, backends: [{id: d0, address: "127.0.0.1:1"}]}`,
+    extra: `limits: {max_request_body_bytes: 1000, max_header_list_size: 2048}
+passive_health: {enabled: false}`,
+  }));
   const ca = await Deno.readTextFile(certs.caPath);
   const client = await H3TestClient.connect(proxy.port, ca);
   try {
@@ -183,13 +193,7 @@ Deno.test("#21.1: TCP fallback: a download the client abandons is one line (outc
   const dir = await Deno.makeTempDir();
   const file = `${dir}/access.log`;
   const certs = await testCerts();
-  const proxy = await startProxy(`version: 1
-listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "{{cert}}", key: "{{key}}"}}
-upstream:
-  root: {route: {path_prefix: /}, backends: [{id: b0, address: "${be.address}"}]}
-admin: {port: 0}
-log: {access: {format: json, file: "${file}"}}
-`);
+  const proxy = await startProxy(accountingConfig(be.address, file));
   try {
     const before = await requestsTotal(proxy.adminPort!);
     const size = 64 * 1024 * 1024;

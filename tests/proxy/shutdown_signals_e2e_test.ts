@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { startBackend, type TestBackend } from "../support/backend.ts";
 import { gtls } from "../support/gtls.ts";
 import { startProxy } from "../support/proxy_process.ts";
-import { faultConfig, sleep } from "../faults/_support.ts";
+import { faultConfig } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 Deno.test("#21.7: SIGINT then SIGTERM during the drain: the drain finishes, Shutdown complete, exit 0", async () => {
   const be = startBackend("b");

@@ -15,6 +15,7 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { type CliResult, runCli, startProxy, testCerts } from "../support/proxy_process.ts";
 import { skipWithout } from "../support/tools.ts";
+import { sleep } from "../support/wait.ts";
 
 const MAIN = new URL("../../proxy/main.ts", import.meta.url).pathname;
 const TOKEN = "reload-token";
@@ -136,7 +137,7 @@ async function sigtermHandled(pid: number): Promise<void> {
     const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
     const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
     if (mask === undefined || (BigInt(`0x${mask}`) >> 14n) & 1n) return;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 
@@ -300,7 +301,7 @@ Deno.test("reload: a FIFO, /dev/zero or a foreign key is refused; the event loop
       );
       Deno.kill(proxy.pid, "SIGHUP");
       for (let i = 0; i < 5; i++) {
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         assert.equal(await alive(), 200);
       }
       assert.equal(await h3(), 200);

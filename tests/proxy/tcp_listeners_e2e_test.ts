@@ -17,8 +17,10 @@
 import assert from "node:assert/strict";
 import { generateDevCerts } from "../../shared/certs/generate.ts";
 import { startBackend } from "../support/backend.ts";
+import { freePort } from "../support/free_port.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { runCli, startProxy, testCerts, writeConfig } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -30,22 +32,6 @@ ${opts.admin === undefined ? "" : `admin: {address: 127.0.0.1, port: ${opts.admi
 upstream:
   api: {route: {path_prefix: /}, backends: [{id: a, address: "127.0.0.1:1"}]}
 `;
-}
-
-/** A port free on both UDP and TCP (loopback) right now. */
-function freePort(): number {
-  for (;;) {
-    const tcp = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const port = tcp.addr.port;
-    try {
-      Deno.listenDatagram({ transport: "udp", hostname: "127.0.0.1", port }).close();
-      return port;
-    } catch {
-      // taken on UDP: try another
-    } finally {
-      tcp.close();
-    }
-  }
 }
 
 for (
@@ -190,7 +176,7 @@ upstream:
     const fpC = await fileFingerprint(`${dir}/c.pem`);
     let seen = "";
     for (let i = 0; i < 100 && seen !== fpC; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       seen = await fallbackFingerprint(proxy.port);
     }
     assert.equal(seen, fpC, "SIGHUP: the TCP fallback serves the third pair");

@@ -13,6 +13,7 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { runCli, startProxy, testCerts, writeConfig } from "../support/proxy_process.ts";
 import { faultConfig } from "../support/faults.ts";
+import { sleep } from "../support/wait.ts";
 
 const ca = async () => await Deno.readTextFile((await testCerts()).caPath);
 
@@ -58,7 +59,7 @@ Deno.test("#28.1: upstream_workers: 2 and upstream_client: node stop the proxy a
 Deno.test("#28.1: upstream_workers: auto and upstream_client: spooky are ignored with a warning; requests behave as before", async () => {
   const live = startBackend("live", async (req) => {
     const path = new URL(req.url).pathname;
-    if (path === "/slow") await new Promise((r) => setTimeout(r, 3000));
+    if (path === "/slow") await sleep(3000);
     if (path === "/echo") {
       const body = new Uint8Array(await req.arrayBuffer());
       return new Response(body, { headers: { "x-sha": await sha256(body) } });

@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { sleep } from "../support/wait.ts";
 
 Deno.test({
   name:
@@ -69,7 +70,7 @@ upstream:
       assert.deepEqual(all.map((r) => r.status), Array(40).fill(503));
       const answered = performance.now();
       // Let late opens (the bug) show, and resets arrive.
-      await new Promise((r) => setTimeout(r, 1500));
+      await sleep(1500);
       assert.equal(max, 32, "at most 4 streams on each of 8 sessions");
       assert.ok(total >= 32 && total <= 40, `${total} streams`);
       assert.ok(lastArrival <= answered, "no stream opened after its request was answered");

@@ -25,6 +25,7 @@
 
 // deno-lint-ignore-file no-console
 import { createCipheriv, createHmac, randomBytes } from "node:crypto";
+import { sleep } from "./wait.ts";
 
 /** QUIC v1 initial salt (RFC 9001 §5.2). */
 const INITIAL_SALT = hex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a");
@@ -256,7 +257,7 @@ export function floodInitials(opts: FloodOptions): InitialFlood {
         sent++;
       }
       if (sends.length > 256) await Promise.all(sends.splice(0));
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10);
     }
     await Promise.all(sends);
     return { sent, elapsedMs: performance.now() - start, sendErrors };
@@ -312,6 +313,6 @@ if (import.meta.main) {
       (r.sent / (r.elapsedMs / 1000)).toFixed(0)
     }/s), ${r.sendErrors} send errors`,
   );
-  await new Promise((r) => setTimeout(r, Number(values["hold-ms"])));
+  await sleep(Number(values["hold-ms"]));
   await flood.close();
 }

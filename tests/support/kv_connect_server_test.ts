@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type KvConnectServer, startKvConnectServer } from "./kv_connect_server.ts";
+import { sleep } from "./wait.ts";
 
 const TOKEN = "kv-connect-test-token";
 const LIMIT_MS = 5_000;
@@ -264,7 +265,7 @@ Deno.test("kv connect: expireIn makes a key disappear", async () => {
     const deadline = Date.now() + 3_000;
     while ((await kv.get(["short"])).value !== null) {
       assert.ok(Date.now() < deadline, "the key did not expire");
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
     assert.deepEqual(strip(await listAll(kv, { prefix: [] })), [{ key: ["long"], value: "stays" }]);
     // an expired key counts as absent for checks too

@@ -48,3 +48,14 @@ Deno.test("lint:docs: only references to the listed outside types are accepted",
   );
   assert.equal(isAccepted(finding("missing-jsdoc", "exported symbol is missing JSDoc")), false);
 });
+
+Deno.test("#28.4: lint:docs: the payments wire types are ours, never accepted", () => {
+  for (const type of ["Charge", "ErrorEnvelope", "Address", "PaymentsService"]) {
+    const message = `public type 'x' references private type '${type}'`;
+    assert.equal(
+      isAccepted({ rule: "private-type-ref", message, at: "payments/mod.ts:1:1", text: "" }),
+      false,
+      type,
+    );
+  }
+});

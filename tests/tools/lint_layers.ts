@@ -8,7 +8,7 @@
  * - the sans-IO codecs `proxy/h3/` and `proxy/h2/` import nothing outside
  *   themselves but `proxy/http/` (HTTP semantics) and `proxy/hpack_common/`
  *   (what HPACK and QPACK share), each of which imports nothing outside
- *   itself (tests excepted);
+ *   itself (tests excepted); `proxy/h1/` imports only itself and `proxy/http/`;
  * - `payments/domain/` imports only `shared/` and itself among the project's
  *   files (tests excepted);
  * - `shared/` imports neither `proxy/` nor `payments/`;
@@ -17,8 +17,8 @@
  * - nothing imports a `main.ts`, except a test beside it.
  *
  * Rules on text (a call is no import), for `proxy/`, `payments/` and `shared/`:
- * - `proxy/h3/`, `proxy/h2/`, `proxy/http/` and `proxy/hpack_common/` touch
- *   no `Deno.*` API (tests excepted);
+ * - `proxy/h3/`, `proxy/h2/`, `proxy/h1/`, `proxy/http/` and
+ *   `proxy/hpack_common/` touch no `Deno.*` API (tests excepted);
  * - only `main.ts` files, `proxy/quic/`, tests and examples touch the unstable
  *   QUIC and KV APIs (`Deno.createHttpClient` is stable in Deno 2).
  *
@@ -66,13 +66,19 @@ const KNOWN: readonly { from: string; to: string; why: string }[] = [
 ];
 
 /** The sans-IO protocol codecs. */
-const CODECS = ["proxy/h3/", "proxy/h2/"] as const;
+const CODECS = ["proxy/h3/", "proxy/h2/", "proxy/h1/"] as const;
 /** What the codecs share (Huffman code, prefixed integers, byte strings). */
 const SHARED_CODEC = "proxy/hpack_common/";
 /** HTTP semantics whatever the version (heads, field rules, response validation). */
 const HTTP = "proxy/http/";
 /** Folders that import nothing outside themselves (tests excepted). */
 const SELF_CONTAINED = [SHARED_CODEC, HTTP] as const;
+/** What each codec may import besides itself: HTTP/1.1 has no header compression to share. */
+const CODEC_IMPORTS: Readonly<Record<(typeof CODECS)[number], readonly string[]>> = {
+  "proxy/h3/": SELF_CONTAINED,
+  "proxy/h2/": SELF_CONTAINED,
+  "proxy/h1/": [HTTP],
+};
 
 const UNSTABLE =
   /\bnew\s+Deno\.QuicEndpoint\b|\bDeno\.(connectQuic|openKv|upgradeWebTransport)\s*[(<]/;
@@ -102,7 +108,7 @@ export function checkImport(edge: ImportEdge): Violation[] {
   const local = isLocal(to);
   const test = isTestOrBench(from);
   for (const codec of CODECS) {
-    const allowed = local && [codec, ...SELF_CONTAINED].some((dir) => isUnder(to, dir));
+    const allowed = local && [codec, ...CODEC_IMPORTS[codec]].some((dir) => isUnder(to, dir));
     if (isUnder(from, codec) && !test && !allowed) {
       add(`${codec.slice(0, -1)} imports only itself`); // and the shared pieces
     }

@@ -41,6 +41,19 @@ Deno.test("lint:layers: proxy/http imports only itself; the codecs and the rest 
   assert.equal(checkText("proxy/http/fields_test.ts", "Deno.now()").length, 0);
 });
 
+Deno.test("lint:layers: proxy/h1 imports only itself and proxy/http, and touches no Deno.*", () => {
+  assert.deepEqual(rules("proxy/h1/response_parser.ts", "proxy/h1/lines.ts"), []);
+  assert.deepEqual(rules("proxy/h1/head.ts", "proxy/http/mod.ts"), []);
+  assert.match(rules("proxy/h1/head.ts", "proxy/hpack_common/bytes.ts")[0], /h1 imports only/);
+  assert.match(rules("proxy/h1/head.ts", "proxy/h2/frames.ts")[0], /h1 imports only itself/);
+  assert.match(rules("proxy/h1/head.ts", "shared/bytes.ts")[0], /h1 imports only itself/);
+  assert.match(rules("proxy/h1/head.ts", "node:net")[0], /h1 imports only itself/);
+  assert.deepEqual(rules("proxy/h1/head_test.ts", "npm:fast-check@^4"), []);
+  assert.deepEqual(rules("proxy/upstream/h1_transport.ts", "proxy/h1/mod.ts"), []);
+  assert.equal(checkText("proxy/h1/head.ts", "Deno.connect({ port: 80 })").length, 1);
+  assert.equal(checkText("proxy/h1/head_test.ts", "Deno.connect({ port: 80 })").length, 0);
+});
+
 Deno.test("lint:layers: payments/domain imports only shared/ among the project's files", () => {
   assert.deepEqual(rules("payments/domain/money.ts", "shared/payments_schemas.ts"), []);
   assert.deepEqual(rules("payments/domain/money.ts", "node:crypto"), []);
