@@ -6,7 +6,6 @@
  * @module
  */
 import {
-  AdjustInput,
   BankAccountInput,
   CardInput,
   ChargeInput,
@@ -15,16 +14,11 @@ import {
   TokenInput,
   VoidInput,
 } from "../shared/payments_schemas.ts";
-import {
-  type Adjustment,
-  capture,
-  refund,
-  refundECheck,
-  voidCharge,
-} from "./domain/charge_rules.ts";
+import { capture, issued, refund, refundECheck, voidCharge } from "./domain/charge_rules.ts";
 import { PaymentsError } from "./domain/errors.ts";
 import { type IdGenerator, randomCode } from "./domain/ids.ts";
 import {
+  adjustmentOf,
   bankSummaryFrom,
   cardSummaryFrom,
   contextFrom,
@@ -73,29 +67,6 @@ export interface ServiceDeps {
   ids: IdGenerator;
   /** Random bytes source. */
   random: (b: Uint8Array) => void;
-}
-
-/** A capture or refund request: amount (minor units; undefined: all), description, context. */
-function adjustmentOf(raw: unknown): Omit<Adjustment, "now"> {
-  const input = validate(AdjustInput, raw);
-  return {
-    amount: amountAt(input.amount, "amount"),
-    description: input.description ?? "",
-    context: contextFrom(input.context),
-  };
-}
-
-/** A refund or void record, issued at `now`. */
-function issued(
-  type: AdjustmentRecord["type"],
-  id: string,
-  chargeId: string,
-  amount: number,
-  now: string,
-  details: Pick<AdjustmentRecord, "description" | "context">,
-): AdjustmentRecord {
-  const { description, context } = details;
-  return { id, chargeId, type, status: "ISSUED", amount, created: now, description, context };
 }
 
 /** How each kind of customer-owned payment method is stored. */

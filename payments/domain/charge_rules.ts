@@ -19,7 +19,7 @@
  */
 import { PaymentsError } from "./errors.ts";
 import { formatAmount } from "./money.ts";
-import type { ChargeRecord, ContextRecord, ECheckRecord } from "./records.ts";
+import type { AdjustmentRecord, ChargeRecord, ContextRecord, ECheckRecord } from "./records.ts";
 
 /** Most refunds one charge takes (each is listed in the charge). */
 export const MAX_REFUNDS_PER_CHARGE = 100;
@@ -240,4 +240,17 @@ export function refundECheck(
     },
     amount,
   };
+}
+
+/** A refund or void record, issued at `now`. */
+export function issued(
+  type: AdjustmentRecord["type"],
+  id: string,
+  chargeId: string,
+  amount: number,
+  now: string,
+  details: Pick<AdjustmentRecord, "description" | "context">,
+): AdjustmentRecord {
+  const { description, context } = details;
+  return { id, chargeId, type, status: "ISSUED", amount, created: now, description, context };
 }

@@ -7,14 +7,18 @@
  */
 import {
   type Address,
+  AdjustInput,
   type BankAccountInput,
   type CardInput,
   type ContextInput,
   FIELD_RULES,
 } from "../../shared/payments_schemas.ts";
 import { abaValid, cardBrand, cardExpired, luhnValid, sha512Base64 } from "./card_rules.ts";
+import type { Adjustment } from "./charge_rules.ts";
 import { PaymentsError } from "./errors.ts";
+import { amountAt } from "./money.ts";
 import type { BankSummary, CardSummary, ContextRecord, TokenRecord } from "./records.ts";
+import { validate } from "./validate.ts";
 
 /** A flag sent as a boolean or as "true"/"false" → boolean (absent: false). */
 export function flag(v: boolean | "true" | "false" | undefined): boolean {
@@ -116,4 +120,14 @@ export function tokenProblem(
   if (token.type !== type) return `a ${token.type} token cannot pay for this`;
   if (token.expiresAt <= nowMs) return "the token has expired (tokens live 15 minutes)";
   return undefined;
+}
+
+/** A capture or refund request: amount (minor units; undefined: all), description, context. */
+export function adjustmentOf(raw: unknown): Omit<Adjustment, "now"> {
+  const input = validate(AdjustInput, raw);
+  return {
+    amount: amountAt(input.amount, "amount"),
+    description: input.description ?? "",
+    context: contextFrom(input.context),
+  };
 }
