@@ -68,6 +68,14 @@ export type {
 } from "./proxy/quic/transport.ts";
 export { checkRequestTarget, Router } from "./proxy/router/mod.ts";
 export {
+  GcraLimiter,
+  type GcraOptions,
+  type LimitCounts,
+  type RateDecision,
+  RateLimitCounters,
+  type RateLimiter,
+} from "./proxy/rate_limit/mod.ts";
+export {
   COUNTER_NAMES,
   type CounterName,
   CounterSet,

@@ -2,8 +2,8 @@
  * The access log: one line per finished request, like Caddy's and Envoy's,
  * with time, client address, method, authority, path (secrets redacted by
  * the shared redaction rules), status, response bytes, duration, time to the
- * backend's response head, backend id and HTTP/3 stream id (`listener=tcp`
- * for the TCP fallback).
+ * backend's response head, backend id, the rate limit that refused it (`limit=`, a 429 of
+ * `rate_limits`) and HTTP/3 stream id (`listener=tcp` for the TCP fallback).
  *
  * It is written on the request path, so it is built to cost little: lines
  * are formatted by hand (no LogTape record), paths are redacted once and
@@ -112,6 +112,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
       } ${redactPath(r.path)}" ${r.status} ${r.bytes} ${r.durationMs.toFixed(1)}ms`;
     if (r.upstreamMs !== undefined) line += ` upstream=${r.upstreamMs.toFixed(1)}ms`;
     if (r.backend !== undefined) line += ` backend=${r.backend}`;
+    if (r.rateLimit !== undefined) line += ` limit=${r.rateLimit}`;
     line += r.listener === "tcp" ? " listener=tcp" : ` stream=${r.streamId}`;
     if (r.outcome !== "complete") line += ` outcome=${r.outcome}`;
     return line + "\n";
@@ -133,6 +134,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLog {
       listener: r.listener,
       stream_id: r.streamId,
       outcome: r.outcome,
+      rate_limit: r.rateLimit ?? null,
     }) + "\n";
 
   return {

@@ -3,7 +3,9 @@
  * each a plain function in a file named after it (`phases/`):
  *
  * 1. admit (`phases/admit.ts`): method, scheme, request target, authority;
- * 2. route (`phases/route.ts`): the pool, and the connection's share of it;
+ * 2. route (`phases/route.ts`): the pool; then its rate limit
+ *    (`phases/rate_limit.ts`: the pool's `rate_limit`, if any, answers 429),
+ *    then the connection's share of the pool;
  * 3. select (`phases/select.ts`): the pool's candidates (panic mode included);
  * 4. upstream request (`phases/upstream_request.ts`): fields and body for the backend;
  * 5. forward (`phases/forward.ts`): the attempts, the retry, the outcome;
@@ -25,6 +27,8 @@ import type { ProxyMetrics } from "./metrics/metrics.ts";
 import { admit, requestAuthority } from "./phases/admit.ts";
 import { createForwarder } from "./phases/forward.ts";
 import { type PoolContext, PoolState } from "./phases/pool.ts";
+import { rateLimited, takeRateLimit, withRateLimitFields } from "./phases/rate_limit.ts";
+import { RateLimitCounters } from "./rate_limit/counters.ts";
 import { refuse } from "./phases/respond.ts";
 import { buildRoutes, claimShare, NO_ROUTE, overShare, route } from "./phases/route.ts";
 import {
@@ -56,6 +60,10 @@ export interface ProxyAppDeps {
    * them by pool name); default: a new one per pool, lost with the handler.
    */
   poolState?: (pool: string) => PoolState;
+  /** Counts of the rate limits (`ProxyRuntime` keeps them); default: new ones. */
+  rateLimitCounters?: RateLimitCounters;
+  /** Monotonic milliseconds of the rate limits; default `performance.now`. */
+  now?: () => number;
 }
 
 /**
@@ -72,7 +80,10 @@ export interface ProxyAppDeps {
  */
 export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
   const { config, health } = deps;
-  const routes = buildRoutes(config, deps.poolState ?? (() => new PoolState()), deps.random);
+  const routes = buildRoutes(config, deps.poolState ?? (() => new PoolState()), deps.random, {
+    counters: deps.rateLimitCounters ?? new RateLimitCounters(),
+    now: deps.now,
+  });
   const available = availability(health);
   const forward = createForwarder({
     transport: deps.transport,
@@ -95,6 +106,21 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     return forward(req, pool, candidates, path, authority);
   };
 
+  /** The connection's share of the pool, then phases 3 to 6. */
+  const claimAndProxy = (
+    req: IncomingRequest,
+    pool: PoolContext,
+    path: string,
+    authority: string | undefined,
+  ): Promise<OutgoingResponse> => {
+    const claimed = claimShare(req, pool);
+    if (claimed === true) return proxy(req, pool, path, authority);
+    if (claimed === false) return Promise.resolve(refuse(req, overShare(pool)));
+    return claimed.then((ok) =>
+      ok ? proxy(req, pool, path, authority) : refuse(req, overShare(pool))
+    );
+  };
+
   // 7. log and count: the server layer, once the response is written (request_log.ts).
   return (req: IncomingRequest): Promise<OutgoingResponse> => {
     const head = req.head;
@@ -106,11 +132,12 @@ export function createProxyApp(deps: ProxyAppDeps): RequestHandler {
     // 2. route, and the connection's share of the pool
     const pool = route(routes, authority, path);
     if (pool === null) return Promise.resolve(refuse(req, NO_ROUTE));
-    const claimed = claimShare(req, pool);
-    if (claimed === true) return proxy(req, pool, path, authority);
-    if (claimed === false) return Promise.resolve(refuse(req, overShare(pool)));
-    return claimed.then((ok) =>
-      ok ? proxy(req, pool, path, authority) : refuse(req, overShare(pool))
-    );
+    // 2b. rate limit: nothing at all for a pool without one
+    const limit = pool.rateLimit;
+    if (limit === null) return claimAndProxy(req, pool, path, authority);
+    const decision = takeRateLimit(req, limit);
+    if (!decision.allowed) return Promise.resolve(rateLimited(req, limit, decision));
+    const res = claimAndProxy(req, pool, path, authority);
+    return limit.responseFields ? res.then((r) => withRateLimitFields(r, limit, decision)) : res;
   };
 }

@@ -43,6 +43,12 @@ export type {
   TcpListenerView,
 } from "./metrics/mod.ts";
 export type {
+  LimitCounts,
+  RateDecision,
+  RateLimitCounters,
+  RateLimiter,
+} from "./rate_limit/mod.ts";
+export type {
   IncomingRequest,
   OutgoingResponse,
   PeerAddr,

@@ -11,8 +11,9 @@
  * backends, weights), passive health (its ejections; replaced only when
  * `passive_health` changes), the metrics, and each pool's
  * {@link PoolState} by pool name (`poolState()`; dropped when a reload
- * removes the pool). A per-pool rate limiter's buckets belong in
- * `PoolState`; a per-route rule derived from the configuration belongs in
+ * removes the pool). A pool's rate limiter (its buckets) is in
+ * `PoolState`, kept while the limit's definition is unchanged
+ * (`phases/rate_limit.ts`); the rate limits' counters are kept here; a per-route rule derived from the configuration belongs in
  * the rebuilt `PoolContext` (`phases/pool.ts`).
  *
  * @module
@@ -30,6 +31,7 @@ import {
 import { probeExchangeOf } from "./health/probe_host.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import type { MetricsView } from "./metrics/prometheus.ts";
+import { RateLimitCounters } from "./rate_limit/counters.ts";
 import type { RequestHandler } from "./server/types.ts";
 import type { UpstreamTransport } from "./upstream/transport.ts";
 
@@ -147,6 +149,8 @@ const RESTART_LISTEN = [
 export class ProxyRuntime {
   /** Counters, gauges and the latency histogram. */
   readonly metrics: ProxyMetrics = new ProxyMetrics();
+  /** Allowed and limited requests of each rate limit, by name (survive reloads). */
+  readonly rateLimitCounters: RateLimitCounters = new RateLimitCounters();
   /** The request handler; always serves with the current generation. */
   readonly handler: RequestHandler;
   readonly #opts: RuntimeOptions;
@@ -211,6 +215,8 @@ export class ProxyRuntime {
       metrics: this.metrics,
       transport: this.#opts.transport,
       poolState: (name) => this.poolState(name),
+      rateLimitCounters: this.rateLimitCounters,
+      now: this.#now,
       health: {
         isAvailable: (id) =>
           !this.#disabled.has(id) && checker.isHealthy(id) && !(passive?.isEjected(id) ?? false),
@@ -395,6 +401,9 @@ export class ProxyRuntime {
         ...read(),
       })),
       activeStreams: this.metrics.activeStreams,
+      rateLimits: this.rateLimitCounters.snapshot(
+        (this.#gen.config.rate_limits ?? []).map((l) => l.name),
+      ),
     };
   }
 

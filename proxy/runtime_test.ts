@@ -212,6 +212,9 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
     admin: [{ admin: { port: 1234 } }, ["admin"]],
     passive_health: [{ passive_health: { consecutive_failures: 1 } }, []],
     trusted_proxies: [{ trusted_proxies: ["10.0.0.0/8"] }, []], // the app is rebuilt with it
+    rate_limits: [{
+      rate_limits: [{ name: "l", requests_per_second: 1, burst: 1, key: "client" }],
+    }, []], // the app is rebuilt with them (#30.1)
     upstream: [{}, []], // see "reload swaps routes" above
   };
   // A top-level key added to the schema must be classified here: applied, or named.

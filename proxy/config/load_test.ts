@@ -420,6 +420,20 @@ const INVALID: InvalidRow[] = [
     message: "integer >= 0",
   },
   {
+    rule: "backend.protocol is one of h2, http1, auto",
+    yaml: insertAfter(13, "        protocol: http2"),
+    path: "upstream.api.backends[0].protocol",
+    line: 14,
+    message: "must be one of h2, http1, auto",
+  },
+  {
+    rule: "#29.1: backend.protocol auto needs tls",
+    yaml: insertAfter(13, "        protocol: auto"),
+    path: "upstream.api.backends[0].protocol",
+    line: 14,
+    message: "auto needs tls",
+  },
+  {
     rule: "unknown key in a backend",
     yaml: insertAfter(13, "        wieght: 5"),
     path: "upstream.api.backends[0].wieght",
@@ -820,7 +834,7 @@ Deno.test("minimal config gets every default", () => {
     upstream: {
       api: {
         route: { path_prefix: "/" },
-        backends: [{ id: "a", address: "127.0.0.1:8081", weight: 100 }],
+        backends: [{ id: "a", address: "127.0.0.1:8081", weight: 100, protocol: "h2" }],
         request_timeout_ms: 30000,
         connect_timeout_ms: 10000,
       },
@@ -856,6 +870,7 @@ Deno.test("minimal config gets every default", () => {
     },
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
     trusted_proxies: [],
+    rate_limits: [],
   });
 });
 

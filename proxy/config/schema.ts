@@ -45,6 +45,7 @@ import type {
   ListenConfig,
   LogConfig,
   PassiveHealthConfig,
+  RateLimitConfig,
   RouteConfig,
   TlsConfig,
   UpstreamConfig,
@@ -427,7 +428,14 @@ export const BackendTlsConfigSchema = z.preprocess(
   }, { error: "must be true, false or a mapping with ca and server_name" }).optional(),
 );
 
-/** One backend of a pool. */
+/** `protocol` of a backend: how the proxy speaks to it. */
+export const BACKEND_PROTOCOLS = ["h2", "http1", "auto"] as const;
+
+/**
+ * One backend of a pool. `protocol`: `h2` (HTTP/2: h2c, or ALPN h2 with
+ * `tls`), `http1` (HTTP/1.1, ALPN http/1.1 with `tls`) or `auto` (with `tls`
+ * only: whichever of the two the backend picks by ALPN).
+ */
 export const BackendConfigSchema = z.strictObject({
   id: nonEmpty(),
   address: z.string().refine((a) => parseHostPort(a) !== null, {
@@ -436,6 +444,17 @@ export const BackendConfigSchema = z.strictObject({
   weight: nonNegativeInt().default(100),
   health_check: HealthCheckConfigSchema.optional(),
   tls: BackendTlsConfigSchema,
+  protocol: z.enum(BACKEND_PROTOCOLS, {
+    error: `must be one of ${BACKEND_PROTOCOLS.join(", ")}`,
+  }).default("h2"),
+}).superRefine((b, ctx) => {
+  if (b.protocol === "auto" && b.tls === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["protocol"],
+      message: "auto needs tls (the protocol is chosen by ALPN)",
+    });
+  }
 });
 
 /**
@@ -455,6 +474,42 @@ export const UpstreamConfigSchema = z.strictObject({
   connect_timeout_ms: positiveInt("milliseconds").default(10000),
   /** Field rewriting: `request` (what the backend is sent) and `response` (what the client gets). */
   headers: HeadersConfigSchema.optional(),
+  /** The `rate_limits` entry applied to the pool (checked to exist by {@link ConfigSchema}). */
+  rate_limit: nonEmpty().optional(),
+});
+
+/** A rate limit's name: a token usable as a metrics label and a `RateLimit-Policy` name. */
+const RATE_LIMIT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Why `key` is not a rate limit's key, or `null`. */
+function rateLimitKeyError(key: string): string | null {
+  if (key === "client" || key === "bearer" || key === "route") return null;
+  if (!key.startsWith("header:")) {
+    return "must be client, bearer, route or header:<name>";
+  }
+  const name = key.slice("header:".length).toLowerCase();
+  if (name === "") return "header:<name> needs a field name";
+  return fieldNameError(name);
+}
+
+/**
+ * One entry of `rate_limits`: a named token bucket (GCRA) per key of
+ * `requests_per_second` sustained and `burst` at once.
+ */
+export const RateLimitConfigSchema = z.strictObject({
+  name: z.string().regex(RATE_LIMIT_NAME, {
+    message: "must be 1 to 64 letters, digits, _ or -",
+  }),
+  requests_per_second: z.number().refine((n) => Number.isFinite(n) && n > 0 && n <= 1e9, {
+    message: "must be a number > 0 (requests per second)",
+  }),
+  burst: int(1, 1_000_000, "must be an integer from 1 to 1000000 (requests)"),
+  key: z.string().superRefine((key, ctx) => {
+    const why = rateLimitKeyError(key);
+    if (why !== null) ctx.addIssue({ code: "custom", message: why });
+  }).transform((key) => key.startsWith("header:") ? key.toLowerCase() : key),
+  response_headers: z.boolean().default(false),
+  max_keys: int(1, 10_000_000, "must be an integer from 1 to 10000000 (keys)").default(100_000),
 });
 
 /**
@@ -668,7 +723,10 @@ export const ConfigSchema = z.strictObject({
       },
     }),
   ).default([]),
+  /** Named rate limits; a pool applies one with `rate_limit: <name>`. */
+  rate_limits: z.array(RateLimitConfigSchema).default([]),
 }).superRefine((config, ctx) => {
+  checkRateLimitNames(config, ctx);
   // The value may be partly invalid here: check shapes before use.
   const handshake = (config.limits as { handshake_timeout_ms?: unknown } | undefined)
     ?.handshake_timeout_ms;
@@ -721,6 +779,43 @@ export const ConfigSchema = z.strictObject({
   }
 }, ALWAYS);
 
+/**
+ * `rate_limits` names are unique, and every pool's `rate_limit` names one
+ * of them. The value may be partly invalid: shapes are checked before use.
+ */
+function checkRateLimitNames(config: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const names = new Set<string>();
+  const limits: unknown = config.rate_limits;
+  if (Array.isArray(limits)) {
+    limits.forEach((limit: unknown, index) => {
+      if (!isRecord(limit) || typeof limit.name !== "string") return;
+      if (names.has(limit.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["rate_limits", index, "name"],
+          message: `duplicate rate limit name "${limit.name}"`,
+        });
+      }
+      names.add(limit.name);
+    });
+  }
+  const upstream: unknown = config.upstream;
+  if (!isRecord(upstream)) return;
+  for (const [pool, value] of Object.entries(upstream)) {
+    if (!isRecord(value) || typeof value.rate_limit !== "string" || value.rate_limit === "") {
+      continue;
+    }
+    if (names.has(value.rate_limit)) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: ["upstream", pool, "rate_limit"],
+      message: `names no entry of rate_limits ("${value.rate_limit}"; known: ${
+        [...names].join(", ") || "none"
+      })`,
+    });
+  }
+}
+
 function formatPoolName(name: string): string {
   return /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
 }
@@ -741,5 +836,6 @@ const SAME_TYPES: [
   Same<z.output<typeof LimitsConfigSchema>, LimitsConfig>,
   Same<z.output<typeof AdminConfigSchema>, AdminConfig>,
   Same<z.output<typeof PassiveHealthConfigSchema>, PassiveHealthConfig>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+  Same<z.output<typeof RateLimitConfigSchema>, RateLimitConfig>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void SAME_TYPES;

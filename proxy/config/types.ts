@@ -92,7 +92,12 @@ export interface BackendConfig {
   health_check?: HealthCheckConfig;
   /** TLS to the backend; h2c (prior knowledge) when absent. */
   tls?: BackendTlsConfig;
+  /** `h2` (default), `http1`, or `auto` (with `tls`: chosen by ALPN). */
+  protocol: BackendProtocol;
 }
+
+/** How the proxy speaks to a backend: HTTP/2, HTTP/1.1, or whichever ALPN picks (`tls` only). */
+export type BackendProtocol = "h2" | "http1" | "auto";
 
 /**
  * One side of a pool's `headers`, names lowercased. Applied in this order:
@@ -133,6 +138,24 @@ export interface UpstreamConfig {
   connect_timeout_ms: number;
   /** Field rewriting of the pool's requests and responses; none when absent. */
   headers?: HeadersConfig;
+  /** Name of the `rate_limits` entry applied to the pool's requests; unlimited when absent. */
+  rate_limit?: string;
+}
+
+/** One entry of `rate_limits`: a named limit pools refer to by `rate_limit`. */
+export interface RateLimitConfig {
+  /** The limit's name: letters, digits, `_` and `-` (a `RateLimit-Policy` name and a metrics label). */
+  name: string;
+  /** Sustained rate per key, requests per second (> 0, fractions allowed). */
+  requests_per_second: number;
+  /** Requests a key may make at once with a full bucket (≥ 1). */
+  burst: number;
+  /** What requests are counted by: `client`, `header:<name>` (lowercased), `bearer` or `route`. */
+  key: string;
+  /** Also send `RateLimit-Policy` and `RateLimit` on responses under the limit (default false). */
+  response_headers: boolean;
+  /** Keys held per pool at most; past it the least recently used is dropped. */
+  max_keys: number;
 }
 
 /** `log`: level and optional file output. */
@@ -255,4 +278,6 @@ export interface Config {
   passive_health: PassiveHealthConfig;
   /** Addresses or CIDRs whose forwarding fields are believed (appended to, not replaced). */
   trusted_proxies: string[];
+  /** Named rate limits, applied by the pools that name them. */
+  rate_limits: RateLimitConfig[];
 }

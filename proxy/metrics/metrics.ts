@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { QuicSocketView, TcpListenerView } from "./prometheus.ts";
+import type { QuicSocketView, TcpListenerView } from "./views.ts";
 import { Histogram } from "./histogram.ts";
 
 /** Names of the spec's counters, in a fixed order. */
@@ -122,16 +122,16 @@ export class ProxyMetrics {
   /** Requests being served. */
   activeStreams = 0;
   /** Connections turned away by the admission limits, by reason (`handshake_timeout`, `per_address`, …). */
-  readonly rejectedConnections = new Map<string, number>();
+  readonly rejectedConnections: Map<string, number> = new Map();
   /** Time from request to response headers, in seconds. */
-  readonly latency = new Histogram();
+  readonly latency: Histogram = new Histogram();
   readonly #picks = new Map<string, number>();
 
   /**
    * The TCP listeners' connection counters, read at each scrape: main.ts
    * registers one reader per listener (`tcp_fallback`, `admin`).
    */
-  readonly tcpListeners = new Map<string, () => Omit<TcpListenerView, "listener">>();
+  readonly tcpListeners: Map<string, () => Omit<TcpListenerView, "listener">> = new Map();
 
   /** The QUIC socket's figures, read at each scrape (main.ts sets the reader). */
   quicSocket?: () => QuicSocketView;

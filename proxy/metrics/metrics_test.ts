@@ -27,7 +27,7 @@ Deno.test("metrics: counters are u64 (bigint) and only increase", () => {
 });
 
 Deno.test("#32.3: counters count exactly up to 2^53 and never decrease past it", () => {
-  // The README promises exact integers up to 2^53. Fails if the slots lose precision below
+  // docs/operations.md promises exact integers up to 2^53. Fails if the slots lose precision below
   // 2^53 (mutant: Float32Array, exact only to 2^24) or wrap (mutant: Uint32Array).
   const top = 2 ** 53;
   const c = new CounterSet(top - 1000);

@@ -28,7 +28,6 @@ export {
   METRIC_FAMILIES,
   type MetricsView,
   PROMETHEUS_CONTENT_TYPE,
-  type QuicSocketView,
   renderPrometheus,
-  type TcpListenerView,
 } from "./prometheus.ts";
+export type { QuicSocketView, TcpListenerView } from "./views.ts";

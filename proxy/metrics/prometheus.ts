@@ -3,7 +3,7 @@
  * spec's counters with a common prefix and a status-class label, the same per
  * backend, health and weight gauges, load-balancer picks, a request latency
  * histogram, active connections and streams, and process figures. Every
- * family is listed in {@link METRIC_FAMILIES} and documented in README.
+ * family is listed in {@link METRIC_FAMILIES} and documented in docs/operations.md.
  *
  * @module
  */
@@ -11,6 +11,7 @@
 import { type CounterSet, STATUS_CLASSES, type StatusClass } from "./metrics.ts";
 import { REJECT_REASONS } from "../quic/transport.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
+import type { QuicSocketView, TcpListenerView } from "./views.ts";
 
 /** Everything the exposition shows, gathered by the caller. */
 export interface MetricsView {
@@ -38,6 +39,8 @@ export interface MetricsView {
   quic?: QuicSocketView;
   /** The TCP listeners (TCP fallback, admin), each with its connection counters. */
   tcpListeners?: ReadonlyArray<TcpListenerView>;
+  /** Each configured rate limit's allowed and limited requests (`rate_limits`). */
+  rateLimits?: ReadonlyArray<{ limit: string; allowed: number; limited: number }>;
   /** Product version, the `version` label of `build_info`. */
   version: string;
   /** Seconds since the process started. */
@@ -46,34 +49,6 @@ export interface MetricsView {
   startTimeSeconds: number;
   /** Resident memory in bytes. */
   residentBytes: number;
-}
-
-/** The QUIC socket's figures (see `quic/udp_stats.ts`); a figure Linux does not give is left out. */
-export interface QuicSocketView {
-  /** Unfinished handshakes held now. */
-  handshakes: number;
-  /** The socket's receive buffer (`net.core.rmem_default` when it was created), bytes. */
-  receiveBufferBytes?: number;
-  /** Host-wide UDP datagrams dropped at a full receive buffer since boot (`/proc/net/snmp{,6}`). */
-  rcvbufErrors?: number;
-  /** Datagrams the QUIC socket itself dropped (`/proc/net/udp{,6}`). */
-  socketDrops?: number;
-}
-
-/** Connection counters of one TCP listener (see `shared/serve_connections.ts`). */
-export interface TcpListenerView {
-  /** `tcp_fallback` or `admin`. */
-  listener: string;
-  /** Connections open now. */
-  open: number;
-  /** Closed at once: the listener's connection cap was reached. */
-  refused: number;
-  /** Failed accepts (e.g. out of file descriptors). */
-  acceptErrors: number;
-  /** Closed without a complete request head (TLS handshake included) in time. */
-  headerTimeouts: number;
-  /** Closed after no request was in flight for the idle timeout. */
-  idleTimeouts: number;
 }
 
 /** Content type of the text exposition format. */
@@ -132,7 +107,7 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   quic_handshakes: { type: "gauge", help: "Unfinished QUIC handshakes held." },
   quic_receive_buffer_bytes: {
     type: "gauge",
-    help: "Receive buffer of the QUIC socket (net.core.rmem_default at startup).",
+    help: "Receive buffer of the QUIC socket (raised at startup, lowered while Initials are shed).",
   },
   udp_receive_buffer_errors_total: {
     type: "counter",
@@ -142,11 +117,16 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   tcp_connections_open: { type: "gauge", help: "Open connections of a TCP listener." },
   tcp_connections_rejected_total: {
     type: "counter",
-    help: "TCP connections closed at once or not taken, by listener and reason.",
+    help:
+      "TCP connections closed at once, not taken, or shed for a newcomer, by listener and reason.",
   },
   tcp_connections_timeouts_total: {
     type: "counter",
     help: "TCP connections closed by a timeout, by listener and reason.",
+  },
+  rate_limit_decisions_total: {
+    type: "counter",
+    help: "Requests a rate limit let through (allowed) or refused with 429 (limited), by limit.",
   },
   uptime_seconds: { type: "gauge", help: "Seconds since the proxy started." },
   build_info: { type: "gauge", help: "Build information; the value is always 1." },
@@ -259,11 +239,20 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
   for (const l of tcp) {
     out.push(`${name}{${tcpLabel(l)},reason="max_connections"} ${num(l.refused)}`);
     out.push(`${name}{${tcpLabel(l)},reason="accept_failed"} ${num(l.acceptErrors)}`);
+    out.push(`${name}{${tcpLabel(l)},reason="shed"} ${num(l.shed)}`);
+    if (l.notRelayed !== undefined) {
+      out.push(`${name}{${tcpLabel(l)},reason="not_relayed"} ${num(l.notRelayed)}`);
+    }
   }
   name = family("tcp_connections_timeouts_total");
   for (const l of tcp) {
     out.push(`${name}{${tcpLabel(l)},reason="header"} ${num(l.headerTimeouts)}`);
     out.push(`${name}{${tcpLabel(l)},reason="idle"} ${num(l.idleTimeouts)}`);
+  }
+  name = family("rate_limit_decisions_total");
+  for (const r of view.rateLimits ?? []) {
+    out.push(`${name}{limit="${escapeLabel(r.limit)}",decision="allowed"} ${num(r.allowed)}`);
+    out.push(`${name}{limit="${escapeLabel(r.limit)}",decision="limited"} ${num(r.limited)}`);
   }
   out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);
   out.push(`${family("build_info")}{version="${escapeLabel(view.version)}"} 1`);

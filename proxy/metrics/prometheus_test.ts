@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ProxyMetrics } from "./metrics.ts";
 import { METRIC_FAMILIES, type MetricsView, renderPrometheus } from "./prometheus.ts";
+import { needs } from "../../tests/support/tools.ts";
 
 function view(): MetricsView {
   const m = new ProxyMetrics();
@@ -37,7 +38,29 @@ function view(): MetricsView {
     latency: m.latency.snapshot(),
     activeConnections: 1,
     activeStreams: 0,
+    tcpListeners: [
+      {
+        listener: "tcp_fallback",
+        open: 7,
+        refused: 1,
+        shed: 4,
+        notRelayed: 2,
+        acceptErrors: 0,
+        headerTimeouts: 3,
+        idleTimeouts: 5,
+      },
+      {
+        listener: "admin",
+        open: 1,
+        refused: 0,
+        shed: 6,
+        acceptErrors: 0,
+        headerTimeouts: 0,
+        idleTimeouts: 0,
+      },
+    ],
     quic: { handshakes: 3, receiveBufferBytes: 212992, rcvbufErrors: 47, socketDrops: 5 },
+    rateLimits: [{ limit: "per-client", allowed: 9, limited: 4 }],
     version: "1.2.3",
     uptimeSeconds: 5,
     startTimeSeconds: 1_700_000_000,
@@ -132,26 +155,17 @@ Deno.test('prometheus: request counters carry a status-class label code="Nxx"', 
   }
 });
 
-Deno.test("prometheus: every family is in METRIC_FAMILIES and documented in README", async () => {
-  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+Deno.test("prometheus: every family is in METRIC_FAMILIES and documented in docs/operations.md", async () => {
+  const readme = await Deno.readTextFile(new URL("../../docs/operations.md", import.meta.url));
   const { families } = parse(renderPrometheus(view()));
   for (const name of families.keys()) {
     if (name.startsWith("spooky_")) assert.ok(name.slice(7) in METRIC_FAMILIES, name);
-    assert.ok(readme.includes(`\`${name}\``), `README does not document ${name}`);
+    assert.ok(readme.includes(`\`${name}\``), `docs/operations.md does not document ${name}`);
   }
 });
 
-const promtool = (() => {
-  try {
-    return Deno.statSync("/usr/bin/promtool").isFile;
-  } catch {
-    return false;
-  }
-})();
-
 Deno.test({
-  name: "prometheus: promtool check metrics finds no problem",
-  ignore: !promtool,
+  ...needs("prometheus: promtool check metrics finds no problem", "promtool"),
   async fn() {
     const child = new Deno.Command("promtool", {
       args: ["check", "metrics"],
@@ -178,4 +192,33 @@ Deno.test("prometheus: the QUIC socket's handshakes and UDP drop counters; a fig
   const partial = renderPrometheus({ ...view(), quic: { handshakes: 0 } });
   assert.match(partial, /^spooky_quic_handshakes 0$/m);
   assert.doesNotMatch(partial, /^spooky_quic_socket_drops_total \d/m);
+});
+
+Deno.test("#35.3, #35.6: TCP listeners: connections shed for a newcomer and strangers on the fallback's internal listener are counted by reason", () => {
+  const text = renderPrometheus(view());
+  const rejected = "spooky_tcp_connections_rejected_total";
+  assert.match(text, new RegExp(`^${rejected}\\{listener="tcp_fallback",reason="shed"\\} 4$`, "m"));
+  assert.match(text, new RegExp(`^${rejected}\\{listener="admin",reason="shed"\\} 6$`, "m"));
+  assert.match(
+    text,
+    new RegExp(`^${rejected}\\{listener="tcp_fallback",reason="not_relayed"\\} 2$`, "m"),
+  );
+  assert.doesNotMatch(
+    text,
+    /listener="admin",reason="not_relayed"/,
+    "the admin listener relays nothing",
+  );
+  assert.match(text, /^spooky_tcp_connections_open\{listener="tcp_fallback"\} 7$/m);
+});
+
+Deno.test("#30.1: rate limits: allowed and limited requests counted per limit", () => {
+  const text = renderPrometheus(view());
+  assert.match(
+    text,
+    /^spooky_rate_limit_decisions_total\{limit="per-client",decision="allowed"\} 9$/m,
+  );
+  assert.match(
+    text,
+    /^spooky_rate_limit_decisions_total\{limit="per-client",decision="limited"\} 4$/m,
+  );
 });

@@ -137,6 +137,7 @@ export function createForwarder(deps: ForwardDeps): Forwarder {
         res = await transport.exchange({
           address: backend.address,
           tls: backend.tls,
+          protocol: backend.protocol,
           method: head.method,
           path,
           authority: sentAuthority,

@@ -26,7 +26,9 @@
 
 import { type Balancer, createBalancer } from "../balancer/mod.ts";
 import type { Config, UpstreamConfig } from "../config/types.ts";
+import type { RateLimiter } from "../rate_limit/limiter.ts";
 import { compileHeaderRules, type HeaderRules } from "./header_rules.ts";
+import { compilePoolRateLimit, type PoolRateLimit, type RateLimitDeps } from "./rate_limit.ts";
 
 /**
  * State of one pool that outlives the request handler: `ProxyRuntime`
@@ -40,6 +42,12 @@ export class PoolState {
    * and leaving it is logged once each.
    */
   panic = false;
+  /**
+   * The pool's rate limiter (its buckets) and the definition it was made
+   * for (`rate_limit.ts`): kept across reloads while the limit's name,
+   * rate, burst, key and key cap stay the same; `null` without a limit.
+   */
+  rateLimiter: { readonly signature: string; readonly limiter: RateLimiter } | null = null;
 }
 
 /** One pool as the phases after routing see it. */
@@ -60,33 +68,45 @@ export interface PoolContext {
   readonly requestRules: HeaderRules | null;
   /** `headers.response`, compiled; `null` when the pool rewrites nothing it answers. */
   readonly responseRules: HeaderRules | null;
+  /** The pool's `rate_limit`, compiled; `null`: unlimited (no work per request). */
+  readonly rateLimit: PoolRateLimit | null;
 }
 
 /**
  * The context of every pool of `config`; `stateOf(name)` supplies each
- * pool's lasting state, `random` the `random` balancer's source.
+ * pool's lasting state, `random` the `random` balancer's source,
+ * `rateLimits` the counters and clock of the pools' rate limits.
  */
 export function buildPools(
   config: Config,
   stateOf: (pool: string) => PoolState,
   random?: () => number,
+  rateLimits?: RateLimitDeps,
 ): Map<string, PoolContext> {
   const pools = new Map<string, PoolContext>();
   for (const [name, u] of Object.entries(config.upstream)) {
     const lb = u.load_balancing ?? config.load_balancing;
+    const state = stateOf(name);
     pools.set(name, {
       name,
       config: u,
       balancer: createBalancer(
         lb,
-        u.backends.map((b) => ({ id: b.id, address: b.address, weight: b.weight, tls: b.tls })),
+        u.backends.map((b) => ({
+          id: b.id,
+          address: b.address,
+          weight: b.weight,
+          tls: b.tls,
+          protocol: b.protocol,
+        })),
         { random },
       ),
       ids: u.backends.map((b) => b.id),
       timeoutMs: u.request_timeout_ms,
-      state: stateOf(name),
+      state,
       requestRules: compileHeaderRules(u.headers?.request),
       responseRules: compileHeaderRules(u.headers?.response),
+      rateLimit: compilePoolRateLimit(config, u, state, rateLimits),
     });
   }
   return pools;

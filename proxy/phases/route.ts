@@ -22,6 +22,7 @@ import { Router } from "../router/router.ts";
 import type { IncomingRequest } from "../server/types.ts";
 import { type Refusal, refusal } from "./admit.ts";
 import { buildPools, type PoolContext, type PoolState } from "./pool.ts";
+import type { RateLimitDeps } from "./rate_limit.ts";
 
 /** The routes of one configuration: the router and each pool's context. */
 export interface Routes {
@@ -31,11 +32,12 @@ export interface Routes {
   readonly pools: ReadonlyMap<string, PoolContext>;
 }
 
-/** Builds the routes of `config` (see {@link buildPools} for `stateOf` and `random`). */
+/** Builds the routes of `config` (see {@link buildPools} for `stateOf`, `random` and `rateLimits`). */
 export function buildRoutes(
   config: Config,
   stateOf: (pool: string) => PoolState,
   random?: () => number,
+  rateLimits?: RateLimitDeps,
 ): Routes {
   const router = new Router(
     Object.entries(config.upstream).map(([pool, u]) => ({
@@ -44,7 +46,7 @@ export function buildRoutes(
       path_prefix: u.route.path_prefix,
     })),
   );
-  return { router, pools: buildPools(config, stateOf, random) };
+  return { router, pools: buildPools(config, stateOf, random, rateLimits) };
 }
 
 /** The pool serving `authority` and `path`, or `null` when no route matches. */

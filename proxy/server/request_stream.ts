@@ -316,6 +316,7 @@ function finish(
     backend: response?.backend,
     upstreamMs: response?.upstreamMs,
     failure: response?.failure,
+    rateLimit: response?.rateLimit,
     outcome,
   });
 }

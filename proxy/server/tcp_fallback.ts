@@ -183,6 +183,7 @@ export function tcpFallbackHandler(
           backend: res.backend,
           upstreamMs: res.upstreamMs,
           failure: res.failure,
+          rateLimit: res.rateLimit,
           outcome,
         });
       info.completed.then(report, () => {

@@ -72,6 +72,8 @@ export interface OutgoingResponse {
    * (absent: the backend answered, or the proxy answered by itself).
    */
   failure?: RequestFailure;
+  /** The rate limit that refused the request (a 429 of `rate_limits`), for the access log. */
+  rateLimit?: string;
 }
 
 /** See {@link OutgoingResponse.failure}. */
@@ -106,6 +108,8 @@ export interface RequestRecord {
   upstreamMs?: number;
   /** Why the answer is not the backend's own (see {@link OutgoingResponse.failure}). */
   failure?: RequestFailure;
+  /** The rate limit that refused the request, if one did. */
+  rateLimit?: string;
   /** `complete`; `broken`: the body was cut and marked malformed; `aborted`: the client left. */
   outcome: "complete" | "broken" | "aborted";
 }
