@@ -79,10 +79,13 @@ export {
   COUNTER_NAMES,
   type CounterName,
   CounterSet,
+  type Histogram,
+  type HistogramSnapshot,
   ProxyMetrics,
   type QuicSocketView,
   STATUS_CLASSES,
   type StatusClass,
+  type TcpListenerView,
 } from "./proxy/metrics/mod.ts";
 export * as payments from "./payments/mod.ts";
 export { type LoggingOptions, setupLogging, teardownLogging } from "./shared/logging.ts";

@@ -26,3 +26,5 @@ export * from "./message.ts";
 
 // QPACK (RFC 9204)
 export * from "./qpack/mod.ts";
+// Types of other packages that this package's signatures use.
+export type { RequestHead } from "../http/mod.ts";

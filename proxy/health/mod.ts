@@ -25,6 +25,16 @@ export {
 } from "./types.ts";
 export { HealthState, type HealthStateOptions } from "./health_state.ts";
 export { backendsWithProbeHost } from "./probe_host.ts";
+// Types of other packages that this package's signatures use.
+export type {
+  BackendConfig,
+  BackendProtocol,
+  BackendTlsConfig,
+  HeaderRulesConfig,
+  HeadersConfig,
+  LoadBalancingConfig,
+  UpstreamConfig,
+} from "../config/mod.ts";
 export {
   type BackendWithHealth,
   HealthChecker,

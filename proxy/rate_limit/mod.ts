@@ -7,6 +7,17 @@
  */
 
 export { GcraLimiter, type GcraOptions, type RateDecision, type RateLimiter } from "./limiter.ts";
-export { bearerKey, clientAddress, compileKey, type KeyFunction, MISSING_KEY } from "./key.ts";
+export {
+  bearerKey,
+  clientAddress,
+  type ClientKeyContext,
+  compileKey,
+  type KeyFunction,
+  MISSING_KEY,
+} from "./key.ts";
+// Types of other packages that this package's signatures use.
+export type { IncomingRequest } from "../server/mod.ts";
+export type { PeerAddr, PrefixLengths } from "../quic/mod.ts";
+export type { RequestHead } from "../http/mod.ts";
 export { policyField, rateLimitField } from "./fields.ts";
 export { type LimitCounts, RateLimitCounters } from "./counters.ts";

@@ -45,10 +45,13 @@ export type {
   COUNTER_NAMES,
   CounterName,
   CounterSet,
+  Histogram,
+  HistogramSnapshot,
   ProxyMetrics,
   QuicSocketView,
   STATUS_CLASSES,
   StatusClass,
+  TcpListenerView,
 } from "../metrics/mod.ts";
 export type { PeerAddr } from "../quic/mod.ts";
 export type { IncomingRequest, OutgoingResponse, RequestFailure } from "../server/mod.ts";

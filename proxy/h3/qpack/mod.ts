@@ -23,6 +23,7 @@ export type { Blocked, FieldLine, QpackDecoderOptions, UnblockedSection } from "
 export { H3Error, type H3ErrorScope, NEED_MORE, type NeedMore } from "../errors.ts";
 export { QpackEncoder } from "./encoder.ts";
 export type { QpackEncoderOptions } from "./encoder.ts";
+export type { HuffmanChoice } from "../../hpack_common/mod.ts";
 export { DynamicTable, ENTRY_OVERHEAD } from "./dynamic_table.ts";
 export { STATIC_TABLE, staticIndexOf, staticLookup, staticNameIndexOf } from "./static_table.ts";
 export {
