@@ -45,7 +45,7 @@ import {
   startAdminListener,
   startTcpFallback,
 } from "./server/tcp_listeners.ts";
-import { createH2Transport } from "./upstream/h2_transport.ts";
+import { createDispatchTransport } from "./upstream/dispatch_transport.ts";
 import { createRequestSink, type RequestSink } from "./request_log.ts";
 
 const HELP = `${PRODUCT} ${VERSION}: HTTP/3 edge proxy forwarding to HTTP/2 backends
@@ -238,7 +238,7 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
   const runtime = new ProxyRuntime(config, {
     userAgent: USER_AGENT,
-    transport: createH2Transport(),
+    transport: createDispatchTransport(),
     probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
   });
   // Every finished request, on every listener, is counted and logged here once.

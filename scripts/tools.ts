@@ -31,7 +31,18 @@ export const TOOLS: readonly Tool[] = [
   { program: "h2load", debianPackage: "nghttp2-client", usedFor: "HTTP/2 load (benchmarks)" },
   { program: "caddy", debianPackage: "caddy", usedFor: "an HTTP/2 backend and the bench peer" },
   { program: "node", debianPackage: "nodejs", usedFor: "Node's http2 server as a backend" },
+  { program: "nginx", debianPackage: "nginx", usedFor: "an HTTP/1.1 backend" },
+  {
+    program: "python3",
+    debianPackage: "python3",
+    usedFor: "Python's http.server as an HTTP/1.1 backend",
+  },
   { program: "npx", debianPackage: "npm", usedFor: "the README's demo command" },
+  {
+    program: "npm",
+    debianPackage: "npm",
+    usedFor: "where `npm install -g` puts Deno (the deployment units' test)",
+  },
   { program: "chromium", debianPackage: "chromium", usedFor: "a browser over HTTP/3" },
   { program: "firefox-esr", debianPackage: "firefox-esr", usedFor: "a browser over HTTP/3" },
   {
@@ -41,7 +52,11 @@ export const TOOLS: readonly Tool[] = [
   },
   { program: "promtool", debianPackage: "prometheus", usedFor: "checking /metrics" },
   { program: "curl", debianPackage: "curl", usedFor: "the TCP fallback, as users call it" },
-  { program: "openssl", debianPackage: "openssl", usedFor: "the README's certificate recipe" },
+  {
+    program: "openssl",
+    debianPackage: "openssl",
+    usedFor: "the certificate recipe of docs/getting-started.md",
+  },
   { program: "systemd-analyze", debianPackage: "systemd", usedFor: "verifying the systemd units" },
   { program: "prlimit", debianPackage: "util-linux", usedFor: "a proxy with few file descriptors" },
   { program: "setpriv", debianPackage: "util-linux", usedFor: "root without CAP_DAC_OVERRIDE" },

@@ -14,6 +14,8 @@ export interface BackendRef {
   readonly weight: number;
   /** The backend's `tls` setting (HTTP/2 over TLS), when it has one. */
   readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  /** How the proxy speaks to it (`backends[].protocol`; default `h2`). */
+  readonly protocol?: "h2" | "http1" | "auto";
 }
 
 /** The parts of a client request a balancer may look at. */

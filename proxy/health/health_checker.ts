@@ -36,6 +36,12 @@ export interface BackendWithHealth {
    * used by probes).
    */
   readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  /**
+   * The backend's `protocol`: probes of `http1` and `auto` backends go
+   * through the checker's {@link ProbeExchange} (the proxy's own transport,
+   * which speaks the backend's protocol); `h2` (or absent) ones through `fetch`.
+   */
+  readonly protocol?: "h2" | "http1" | "auto";
 }
 
 /** What a probe passes to `fetch`. */
@@ -60,8 +66,10 @@ export interface HealthTransitionEvent {
 export interface ProbeExchangeRequest {
   /** The backend's `host:port`. */
   readonly address: string;
-  /** The backend's `tls`, as real requests use it (SNI `server_name`, else the address's host). */
-  readonly tls: { readonly ca?: string; readonly server_name?: string };
+  /** The backend's `tls`, as real requests use it (SNI `server_name`, else the address's host); absent: none. */
+  readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  /** The backend's `protocol` (absent: `h2`). */
+  readonly protocol?: "h2" | "http1" | "auto";
   /** Probe method. */
   readonly method: string;
   /** Probe path. */
@@ -236,13 +244,16 @@ export class HealthChecker {
       const dial = b.client === undefined && named !== undefined && b.tls === undefined
         ? dialOf(b.address)
         : undefined;
-      const exchange = named !== undefined && b.tls !== undefined
+      // Not HTTP/2: the proxy's own transport speaks the backend's protocol.
+      const notH2 = b.protocol !== undefined && b.protocol !== "h2" && opts.exchange !== undefined;
+      const exchange = (named !== undefined && b.tls !== undefined) || notH2
         ? {
           address: b.address,
           tls: b.tls,
+          protocol: b.protocol,
           method,
           path,
-          authority: named,
+          authority: named ?? hc.host ?? b.address,
           timeoutMs: hc.timeout_ms,
         }
         : undefined;

@@ -36,15 +36,17 @@ export function backendsWithProbeHost(
 }
 
 /**
- * Probes over the proxy's own HTTP/2 client (`transport`), for backends
- * over TLS with a probe host: the probe goes out as real requests do (the
- * same SNI and certificate check), with the host as `:authority`.
+ * Probes over the proxy's own upstream client (`transport`), for backends
+ * over TLS with a probe host and for backends not spoken to over HTTP/2
+ * (`protocol: http1` or `auto`): the probe goes out as real requests do (the
+ * same protocol, SNI and certificate check), with the host as `:authority`.
  */
 export function probeExchangeOf(transport: UpstreamTransport): ProbeExchange {
   return async (probe) => {
     const res = await transport.exchange({
       address: probe.address,
       tls: probe.tls,
+      protocol: probe.protocol,
       method: probe.method,
       path: probe.path,
       authority: probe.authority,

@@ -55,6 +55,12 @@ export interface ConnectorOptions {
    * new connection is attempted to it.
    */
   readonly maxStalledHandshakes: number;
+  /**
+   * ALPN protocols offered over TLS, in order of preference (default
+   * `["h2"]`). The backend must pick one of them; a backend that picks none
+   * is accepted only when `http/1.1` is offered (HTTP/1.1 needs no ALPN).
+   */
+  readonly alpn?: readonly string[];
 }
 
 /** Splits `host:port` (IPv6 in brackets). */
@@ -68,6 +74,7 @@ export function hostPort(address: string): { hostname: string; port: number } {
 /** The connector of one transport: its count of stalled handshakes is its own. */
 export function createConnector(opts: ConnectorOptions): Connector {
   const stalled = new Map<string, number>();
+  const alpn = opts.alpn ?? ["h2"];
 
   /** Leaves a handshake given up to end on its own, counted until it does, then closes it. */
   const abandon = (address: string, conn: Deno.TlsConn, handshake: Promise<unknown>) => {
@@ -103,7 +110,7 @@ export function createConnector(opts: ConnectorOptions): Connector {
     const conn = await Deno.startTls(tcp, {
       hostname: tls.serverName ?? hostname,
       caCerts,
-      alpnProtocols: ["h2"],
+      alpnProtocols: [...alpn],
     });
     const handshake = conn.handshake();
     let hs: Deno.TlsHandshakeInfo;
@@ -114,15 +121,20 @@ export function createConnector(opts: ConnectorOptions): Connector {
       else closeQuietly(conn);
       throw err;
     }
-    if (hs.alpnProtocol !== "h2") {
+    if (!agreed(alpn, hs.alpnProtocol)) {
       closeQuietly(conn);
       throw new UpstreamError(
         "connect",
-        `backend did not agree to ALPN h2 (got ${hs.alpnProtocol})`,
+        `backend did not agree to ALPN ${alpn.join(" or ")} (got ${hs.alpnProtocol})`,
       );
     }
     return conn;
   };
+}
+
+/** Whether the backend's ALPN choice is one offered (none: only when `http/1.1` was offered). */
+function agreed(offered: readonly string[], got: string | null): boolean {
+  return got === null ? offered.includes("http/1.1") : offered.includes(got);
 }
 
 /** The CA certificates to trust: the given ones and the `ca` file, read now. */

@@ -29,6 +29,13 @@ export {
   type UpstreamTransport,
 } from "./transport.ts";
 export { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
+export { createH1Transport, H1_IDLE_MS, type H1TransportOptions } from "./h1_transport.ts";
+export {
+  type AlpnProbe,
+  alpnProbe,
+  createDispatchTransport,
+  type WireProtocol,
+} from "./dispatch_transport.ts";
 export type { BackendTls, Connector } from "./backend_connect.ts";
 export type { HealthReport } from "./outcome.ts";
 export {

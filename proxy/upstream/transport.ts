@@ -21,6 +21,12 @@ export interface UpstreamRequest {
    * certificate name, default the host). Absent: h2c.
    */
   readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  /**
+   * The backend's `protocol`: `h2` (absent: the default), `http1`, or `auto`
+   * (with `tls`: whichever ALPN picks). Read by the dispatching transport
+   * (`dispatch_transport.ts`); a single-protocol transport ignores it.
+   */
+  readonly protocol?: "h2" | "http1" | "auto";
   /** The method, exactly as the client sent it (case kept). */
   readonly method: string;
   /** Path and query, exactly as routed (`:path`). */

@@ -48,7 +48,11 @@ export function testSite(): Promise<Site> {
 }
 
 /** Waits until something accepts TCP connections on `port`. */
-async function listening(port: number, child: Deno.ChildProcess, what: string): Promise<void> {
+export async function listening(
+  port: number,
+  child: Deno.ChildProcess,
+  what: string,
+): Promise<void> {
   const end = performance.now() + 15_000;
   let exited = false;
   child.status.then(() => exited = true);
@@ -65,12 +69,14 @@ async function listening(port: number, child: Deno.ChildProcess, what: string): 
   }
 }
 
-function spawn(cmd: string, args: string[], cwd?: string): Deno.ChildProcess {
+/** Spawns `cmd` with its stderr piped (read by {@link listening} on failure). */
+export function spawn(cmd: string, args: string[], cwd?: string): Deno.ChildProcess {
   return new Deno.Command(cmd, { args, cwd, stdin: "null", stdout: "null", stderr: "piped" })
     .spawn();
 }
 
-async function stop(child: Deno.ChildProcess): Promise<void> {
+/** Stops a spawned server (SIGTERM) and waits for it. */
+export async function stop(child: Deno.ChildProcess): Promise<void> {
   try {
     child.kill("SIGTERM");
   } catch { /* exited */ }
@@ -152,6 +158,21 @@ export async function startNodeServer(): Promise<Server> {
   return { address: `127.0.0.1:${port}`, close: () => stop(child) };
 }
 
+/**
+ * Writes `caddyfile` into the directory `conf` and runs Caddy on it, with
+ * its home, data and config there too (stderr piped, as {@link spawn}).
+ */
+export async function spawnCaddy(conf: string, caddyfile: string): Promise<Deno.ChildProcess> {
+  await Deno.writeTextFile(`${conf}/Caddyfile`, caddyfile);
+  return new Deno.Command("caddy", {
+    args: ["run", "--config", `${conf}/Caddyfile`, "--adapter", "caddyfile"],
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    env: { HOME: conf, XDG_DATA_HOME: `${conf}/data`, XDG_CONFIG_HOME: `${conf}/config` },
+  }).spawn();
+}
+
 /** Caddy 2 serving the site over h2c, or over TLS (h2 by ALPN) with the given pair. */
 export async function startCaddy(
   tls?: { keyPath: string; certPath: string },
@@ -174,14 +195,7 @@ ${tls ? "https" : "http"}://:${port} {
   file_server
 }
 `;
-  await Deno.writeTextFile(`${conf}/Caddyfile`, caddyfile);
-  const child = new Deno.Command("caddy", {
-    args: ["run", "--config", `${conf}/Caddyfile`, "--adapter", "caddyfile"],
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-    env: { HOME: conf, XDG_DATA_HOME: `${conf}/data`, XDG_CONFIG_HOME: `${conf}/config` },
-  }).spawn();
+  const child = await spawnCaddy(conf, caddyfile);
   await listening(port, child, "caddy");
   return {
     address: `127.0.0.1:${port}`,
