@@ -4,7 +4,34 @@ import { ErrorEnvelope, Health } from "../shared/payments_schemas.ts";
 import { ALL_ENDPOINTS, createApp } from "./app.ts";
 import { createPaymentsService } from "./server.ts";
 import { honoPath } from "./routes/_endpoint.ts";
-import { CARD, countKeys, failingCommits, harness, rejectWith, TEST_TOKEN } from "./_testing.ts";
+import {
+  CARD,
+  countKeys,
+  failingCommits,
+  type Harness,
+  harness,
+  rejectWith,
+  TEST_TOKEN,
+} from "./_testing.ts";
+
+/** POSTs `body` as it is (no Content-Type) to the charges route, with the test token. */
+async function postRawCharge(h: Harness, body: BodyInit): Promise<Response> {
+  return await h.app.request("/vendor/v4/payments/charges", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_TOKEN}` },
+    body,
+  });
+}
+
+/** A body stream of `chunks`, whose length is not known up front. */
+function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      for (const chunk of chunks) c.enqueue(chunk);
+      c.close();
+    },
+  });
+}
 
 Deno.test("GET /health is public and returns status ok with a timestamp", async () => {
   const h = harness(await Deno.openKv(":memory:"));
@@ -66,11 +93,7 @@ Deno.test("malformed JSON, non-object JSON and non-UTF-8 bodies → 400 envelope
     assert.equal(r.body.errors[0].code, "PMT-4000");
     assert.equal(r.body.errors[0].detail.length > 0, true);
   }
-  const res = await h.app.request("/vendor/v4/payments/charges", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    body: new Uint8Array([0x7b, 0xff, 0x7d]),
-  });
+  const res = await postRawCharge(h, new Uint8Array([0x7b, 0xff, 0x7d]));
   assert.equal(res.status, 400);
   await res.body?.cancel();
   h.close();
@@ -82,17 +105,8 @@ Deno.test("body over 64 KiB → 413, by content-length and by streamed size", as
   const r = await h.req("POST", "payments/charges", big);
   assert.equal(r.status, 413);
   ErrorEnvelope.parse(r.body);
-  const stream = new ReadableStream<Uint8Array>({
-    start(c) {
-      for (let i = 0; i < 70; i++) c.enqueue(new Uint8Array(1024).fill(0x20));
-      c.close();
-    },
-  });
-  const res = await h.app.request("/vendor/v4/payments/charges", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    body: stream,
-  });
+  const spaces = Array.from({ length: 70 }, () => new Uint8Array(1024).fill(0x20));
+  const res = await postRawCharge(h, streamOf(spaces));
   assert.equal(res.status, 413);
   await res.body?.cancel();
   // exactly at the limit is fine (and then fails validation, not size)
@@ -196,17 +210,11 @@ Deno.test("a body without Content-Length is streamed: chunks join into one JSON 
   const h = harness(await Deno.openKv(":memory:"));
   const text = JSON.stringify({ amount: "1.00", currency: "USD", card: CARD });
   const bytes = new TextEncoder().encode(text);
-  const stream = new ReadableStream<Uint8Array>({
-    start(c) {
-      for (let i = 0; i < bytes.length; i += 7) c.enqueue(bytes.slice(i, i + 7));
-      c.close();
-    },
-  });
-  const res = await h.app.request("/vendor/v4/payments/charges", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    body: stream,
-  });
+  const pieces = Array.from(
+    { length: Math.ceil(bytes.length / 7) },
+    (_, i) => bytes.slice(i * 7, i * 7 + 7),
+  );
+  const res = await postRawCharge(h, streamOf(pieces));
   assert.equal(res.status, 201);
   assert.equal((await res.json()).amount, "1.00");
   h.close();
@@ -265,15 +273,20 @@ Deno.test("a request body that stalls is 408 PMT-4008 after the body deadline, n
 Deno.test("a body whose Content-Type is not JSON → 415 PMT-4015; JSON types are read", async () => {
   const h = harness(await Deno.openKv(":memory:"));
   const charge = JSON.stringify({ amount: "1.00", currency: "USD", card: CARD });
-  for (
-    const type of [
-      "application/x-www-form-urlencoded",
-      "text/plain",
-      "multipart/form-data; boundary=x",
-      "application/json; charset=iso-8859-1",
-      "application/jsonx",
-    ]
-  ) {
+  const notJson = [
+    "application/x-www-form-urlencoded",
+    "text/plain",
+    "multipart/form-data; boundary=x",
+    "application/json; charset=iso-8859-1",
+    "application/jsonx",
+  ];
+  const json = [
+    "application/json",
+    "Application/JSON; charset=UTF-8",
+    'application/json;charset="utf-8"',
+    "application/merchant+json",
+  ];
+  for (const type of notJson) {
     const r = await h.req("POST", "payments/charges", charge, { "content-type": type });
     assert.equal(r.status, 415, type);
     ErrorEnvelope.parse(r.body);
@@ -284,23 +297,12 @@ Deno.test("a body whose Content-Type is not JSON → 415 PMT-4015; JSON types ar
     assert.match(r.body.errors[0].moreInfo, /application\/json/);
   }
   assert.equal(await countKeys(h.kv, ["charge"]), 0);
-  for (
-    const type of [
-      "application/json",
-      "Application/JSON; charset=UTF-8",
-      'application/json;charset="utf-8"',
-      "application/merchant+json",
-    ]
-  ) {
+  for (const type of json) {
     const r = await h.req("POST", "payments/charges", charge, { "content-type": type });
     assert.equal(r.status, 201, type);
   }
   // no Content-Type at all is read as JSON (a string body would get text/plain from fetch)
-  const bare = await h.app.request("/vendor/v4/payments/charges", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-    body: new TextEncoder().encode(charge),
-  });
+  const bare = await postRawCharge(h, new TextEncoder().encode(charge));
   assert.equal(bare.status, 201);
   await bare.body?.cancel();
   // a write without a body needs no Content-Type

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseConfigText } from "./config/load.ts";
-import { createProxyApp } from "./app.ts";
+import { createProxyApp, type ProxyAppDeps } from "./app.ts";
 import { ProxyMetrics } from "./metrics/metrics.ts";
 import { createRequestSink } from "./request_log.ts";
 import type { IncomingRequest } from "./server/types.ts";
@@ -56,6 +56,17 @@ function transportOf(
   };
 }
 
+/** The proxy app of {@link CONFIG} over `transport`: backends healthy and fresh metrics unless `over` says otherwise. */
+function appOf(transport: UpstreamTransport, over: Partial<ProxyAppDeps> = {}) {
+  return createProxyApp({
+    config: CONFIG,
+    metrics: new ProxyMetrics(),
+    health: { isAvailable: () => true },
+    transport,
+    ...over,
+  });
+}
+
 const ok = (status = 200): UpstreamResponse => ({
   status,
   headers: [["content-length", "2"]],
@@ -69,12 +80,7 @@ Deno.test("proxy app: counters follow the spec's table, globally and per backend
     if (req.path.endsWith("/slow")) throw new UpstreamError("timeout", "no answer");
     return ok(req.path.endsWith("/missing") ? 404 : 200);
   });
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics,
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport, { metrics });
   // The server layer hands each finished request to the one sink, which counts it.
   const sink = createRequestSink(metrics);
   const served = async (path: string) => {
@@ -129,11 +135,9 @@ Deno.test("proxy app: a connect failure is retried once on the next candidate", 
     if (req.address === "10.0.0.1:80") throw new UpstreamError("connect", "connection refused");
     return ok();
   });
-  const app = createProxyApp({
-    config: CONFIG,
+  const app = appOf(transport, {
     metrics,
     health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
-    transport,
   });
   const res = await app(request("/api/x"));
   assert.equal(res.status, 200);
@@ -147,12 +151,7 @@ Deno.test("proxy app: a streamed body is never retried", async () => {
   const transport = transportOf(() => {
     throw new UpstreamError("connect", "connection refused");
   });
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport);
   const body = new ReadableStream<Uint8Array>({ pull: (c) => c.close() });
   const res = await app(request("/api/upload", "POST", body));
   assert.equal(res.status, 502);
@@ -161,12 +160,7 @@ Deno.test("proxy app: a streamed body is never retried", async () => {
 
 Deno.test("proxy app: no available backend → 503", async () => {
   const transport = transportOf(() => ok());
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
-    health: { isAvailable: () => false },
-    transport,
-  });
+  const app = appOf(transport, { health: { isAvailable: () => false } });
   const res = await app(request("/api/x"));
   assert.equal(res.status, 503);
   assert.equal(transport.seen.length, 0);
@@ -175,11 +169,8 @@ Deno.test("proxy app: no available backend → 503", async () => {
 Deno.test("proxy app: TRACE, TRACK and CONNECT are answered 501 by the proxy; health untouched", async () => {
   const reports: string[] = [];
   const transport = transportOf(() => ok());
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
+  const app = appOf(transport, {
     health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
-    transport,
   });
   for (const method of ["TRACE", "TRACK", "trace", "CONNECT"]) {
     assert.equal((await app(request("/api/x", method))).status, 501, method);
@@ -194,13 +185,12 @@ Deno.test("proxy app: TRACE, TRACK and CONNECT are answered 501 by the proxy; he
 Deno.test("proxy app: a request the transport cannot express is 400 and never counts against the backend", async () => {
   const reports: string[] = [];
   const metrics = new ProxyMetrics();
-  const app = createProxyApp({
-    config: CONFIG,
+  const transport = transportOf(() => {
+    throw new UpstreamError("local", "invalid header");
+  });
+  const app = appOf(transport, {
     metrics,
     health: { isAvailable: () => true, report: (id, o) => reports.push(`${id}:${o}`) },
-    transport: transportOf(() => {
-      throw new UpstreamError("local", "invalid header");
-    }),
   });
   for (let i = 0; i < 20; i++) assert.equal((await app(request("/api/x"))).status, 400);
   assert.deepEqual(reports, []);
@@ -209,12 +199,7 @@ Deno.test("proxy app: a request the transport cannot express is 400 and never co
 
 Deno.test("RFC 3986 §5.2.4: an ambiguous target is 400 before routing; the routed path is forwarded unchanged", async () => {
   const transport = transportOf(() => ok());
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport);
   for (const p of ["/api/../secret", "/api/%2e%2e/secret", "/api/./x", "/api/x#f", "/api/a b"]) {
     assert.equal((await app(request(p))).status, 400, p);
   }
@@ -225,12 +210,7 @@ Deno.test("RFC 3986 §5.2.4: an ambiguous target is 400 before routing; the rout
 
 Deno.test("RFC 9114 §3.1: a :scheme other than https is 400", async () => {
   const transport = transportOf(() => ok());
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport);
   const req = request("/api/x");
   const res = await app({ ...req, head: { ...req.head, scheme: "http" } });
   assert.equal(res.status, 400);
@@ -240,12 +220,7 @@ Deno.test("RFC 9114 §3.1: a :scheme other than https is 400", async () => {
 Deno.test("RFC 3986 §3.2: an impossible :authority, or host without :authority, is 400 and never forwarded", async () => {
   const transport = transportOf(() => ok());
   const metrics = new ProxyMetrics();
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics,
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport, { metrics });
   const req = request("/api/x");
   for (const authority of ["localhost:99999", "[::::]", "a@b.test"]) {
     const res = await app({ ...req, head: { ...req.head, authority } });
@@ -263,22 +238,16 @@ Deno.test("RFC 3986 §3.2: an impossible :authority, or host without :authority,
 });
 
 Deno.test("proxy app: a pool whose backends are all disabled says no enabled backend, not no healthy one", async () => {
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
+  const app = appOf(transportOf(() => ok()), {
     health: { isAvailable: () => false, isEnabled: () => false },
-    transport: transportOf(() => ok()),
   });
   const res = await app(request("/api/x"));
   assert.equal(res.status, 503);
   const body = JSON.parse(new TextDecoder().decode(res.body as Uint8Array));
   assert.equal(body.error, "no_enabled_backend");
   assert.match(body.message, /no enabled backend in pool api/);
-  const unhealthy = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
+  const unhealthy = appOf(transportOf(() => ok()), {
     health: { isAvailable: () => false, isEnabled: () => true },
-    transport: transportOf(() => ok()),
   });
   const res2 = await unhealthy(request("/api/x"));
   assert.equal(
@@ -289,12 +258,7 @@ Deno.test("proxy app: a pool whose backends are all disabled says no enabled bac
 
 Deno.test("proxy app: a request past its connection's share of the pool is 503 backend_share_exceeded and never forwarded; one that waits and gets a slot is", async () => {
   const transport = transportOf(() => ok());
-  const app = createProxyApp({
-    config: CONFIG,
-    metrics: new ProxyMetrics(),
-    health: { isAvailable: () => true },
-    transport,
-  });
+  const app = appOf(transport);
   const asked: Array<[string, number]> = [];
   const base = request("/api/x");
   const refused = await app({

@@ -136,23 +136,10 @@ export function refund(
         "remaining refundable amount: 0.00",
       );
     }
-    amount = adj.amount ?? remaining;
-    if (amount <= 0 || amount > remaining) {
-      throw PaymentsError.invalid(
-        "amount",
-        undefined,
-        `more than 0.00 and at most the remaining refundable amount, ${formatAmount(remaining)}`,
-      );
-    }
+    amount = refundAmount(adj, remaining);
   }
   if (status === "REFUNDED" && amount < remaining) status = "CAPTURED";
-  const entry = {
-    id,
-    amount,
-    created: adj.now,
-    description: adj.description,
-    context: adj.context,
-  };
+  const entry = refundEntry(id, amount, adj);
   return {
     charge: {
       ...charge,
@@ -163,6 +150,27 @@ export function refund(
     },
     amount,
   };
+}
+
+/**
+ * The amount a refund asks for (the whole `remaining` when it names none);
+ * 400 `amount is invalid.` unless more than 0 and at most `remaining`.
+ */
+function refundAmount(adj: Adjustment, remaining: number): number {
+  const amount = adj.amount ?? remaining;
+  if (amount <= 0 || amount > remaining) {
+    throw PaymentsError.invalid(
+      "amount",
+      undefined,
+      `more than 0.00 and at most the remaining refundable amount, ${formatAmount(remaining)}`,
+    );
+  }
+  return amount;
+}
+
+/** The entry a charge or an e-check keeps of refund `id` of `amount`. */
+function refundEntry(id: string, amount: number, adj: Adjustment) {
+  return { id, amount, created: adj.now, description: adj.description, context: adj.context };
 }
 
 /** Void a charge (authorized, or captured with nothing refunded). */
@@ -216,21 +224,8 @@ export function refundECheck(
       "refund: a PENDING or SUCCEEDED e-check with an amount left to refund",
     );
   }
-  const amount = adj.amount ?? remaining;
-  if (amount <= 0 || amount > remaining) {
-    throw PaymentsError.invalid(
-      "amount",
-      undefined,
-      `more than 0.00 and at most the remaining refundable amount, ${formatAmount(remaining)}`,
-    );
-  }
-  const entry = {
-    id,
-    amount,
-    created: adj.now,
-    description: adj.description,
-    context: adj.context,
-  };
+  const amount = refundAmount(adj, remaining);
+  const entry = refundEntry(id, amount, adj);
   return {
     echeck: {
       ...echeck,

@@ -272,6 +272,47 @@ export const BODY_ERROR_RESPONSES = {
   415: jsonResponse(ErrorEnvelope, "Request body not JSON (PMT-4015)"),
 };
 
+/** What a route of this API states: one tag, one success answer, the common errors. */
+export interface RouteSpec {
+  method: "get" | "post" | "delete";
+  /** OpenAPI `{param}` syntax, relative to the base path. */
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** The JSON body and its description: a write, keyed by its `Request-Id` header. */
+  body?: readonly [z.ZodType, string];
+  /** The success status, with the schema and description of its body. */
+  ok: readonly [200 | 201, z.ZodType, string];
+}
+
+/**
+ * The OpenAPI route of `spec`: its path parameters and query, for a write
+ * the `Request-Id` header and the JSON body, and as responses the success
+ * answer and {@link ERROR_RESPONSES}.
+ */
+export function routeOf(spec: RouteSpec): RouteConfig {
+  const { method, path, operationId, tag, summary, description, params, query, body } = spec;
+  const [status, okSchema, okDescription] = spec.ok;
+  return createRoute({
+    method,
+    path,
+    operationId,
+    tags: [tag],
+    summary,
+    ...(description === undefined ? {} : { description }),
+    request: {
+      ...(params && { params }),
+      ...(query && { query }),
+      ...(body && { headers: RequestIdHeader, body: jsonBody(...body) }),
+    },
+    responses: { [status]: jsonResponse(okSchema, okDescription), ...ERROR_RESPONSES },
+  });
+}
+
 /** Request-Id header parameter schema. */
 export const RequestIdHeader = z.object({
   "Request-Id": z.string().optional().openapi({

@@ -21,8 +21,8 @@ import {
   MAX_ID_LENGTH,
   param,
   readJson,
-  RequestIdHeader,
   requestIdOf,
+  routeOf,
   z,
 } from "./_endpoint.ts";
 
@@ -36,6 +36,7 @@ const AccountIdBody = z.object({
   bankAccountId: z.string().optional(),
   id: z.string().optional(),
 }).openapi("BankAccountDeleteRequest");
+const tag = "Bank accounts";
 
 /**
  * The account id of a delete on the collection: from the query or the JSON
@@ -63,35 +64,29 @@ async function accountIdOf(h: HandlerContext): Promise<string> {
 /** Bank account endpoints. */
 export const bankAccountEndpoints: Endpoint[] = [
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/customers/{customerId}/bank-accounts",
       operationId: "createBankAccount",
-      tags: ["Bank accounts"],
+      tag,
       summary: "Store a bank account for a customer",
-      request: {
-        params: Customer,
-        headers: RequestIdHeader,
-        body: jsonBody(S.BankAccountInput, "Bank account"),
-      },
-      responses: { 201: jsonResponse(S.BankAccount, "Bank account stored"), ...ERROR_RESPONSES },
+      params: Customer,
+      body: [S.BankAccountInput, "Bank account"],
+      ok: [201, S.BankAccount, "Bank account stored"],
     }),
     handle: async (h) =>
       h.svc.createBankAccount(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/customers/{customerId}/bank-accounts/createFromToken",
       operationId: "createBankAccountFromToken",
-      tags: ["Bank accounts"],
+      tag,
       summary: "Store the bank account a one-time bank-account token stands for (token spent)",
-      request: {
-        params: Customer,
-        headers: RequestIdHeader,
-        body: jsonBody(S.FromTokenInput, "The token"),
-      },
-      responses: { 201: jsonResponse(S.BankAccount, "Bank account stored"), ...ERROR_RESPONSES },
+      params: Customer,
+      body: [S.FromTokenInput, "The token"],
+      ok: [201, S.BankAccount, "Bank account stored"],
     }),
     handle: async (h) =>
       h.svc.createBankAccountFromToken(
@@ -101,38 +96,39 @@ export const bankAccountEndpoints: Endpoint[] = [
       ),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/customers/{customerId}/bank-accounts/{bankAccountId}",
       operationId: "getBankAccount",
-      tags: ["Bank accounts"],
+      tag,
       summary: "Read a stored bank account",
-      request: { params: CustomerAccount },
-      responses: { 200: jsonResponse(S.BankAccount, "Bank account"), ...ERROR_RESPONSES },
+      params: CustomerAccount,
+      ok: [200, S.BankAccount, "Bank account"],
     }),
     handle: (h) => h.svc.getBankAccount(param(h, "customerId"), param(h, "bankAccountId")),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/customers/{customerId}/bank-accounts",
       operationId: "listBankAccounts",
-      tags: ["Bank accounts"],
+      tag,
       summary: "List a customer's bank accounts, newest first (`?count=` at most that many)",
-      request: { params: Customer, query: CountQuery },
-      responses: { 200: jsonResponse(S.BankAccountList, "Bank accounts"), ...ERROR_RESPONSES },
+      params: Customer,
+      query: CountQuery,
+      ok: [200, S.BankAccountList, "Bank accounts"],
     }),
     handle: (h) => h.svc.listBankAccounts(param(h, "customerId"), countOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "delete",
       path: "/customers/{customerId}/bank-accounts/{bankAccountId}",
       operationId: "deleteBankAccount",
-      tags: ["Bank accounts"],
+      tag,
       summary: "Delete a stored bank account",
-      request: { params: CustomerAccount },
-      responses: { 200: jsonResponse(S.BankAccountDeleted, "Deleted"), ...ERROR_RESPONSES },
+      params: CustomerAccount,
+      ok: [200, S.BankAccountDeleted, "Deleted"],
     }),
     handle: (h) => h.svc.deleteBankAccount(param(h, "customerId"), param(h, "bankAccountId")),
   },
@@ -141,7 +137,7 @@ export const bankAccountEndpoints: Endpoint[] = [
       method: "delete",
       path: "/customers/{customerId}/bank-accounts",
       operationId: "deleteBankAccountById",
-      tags: ["Bank accounts"],
+      tags: [tag],
       summary: "Delete a stored bank account named in the query or the body",
       description: "The form the spec lists: the account id travels as `?bankAccountId=` " +
         '(or `?id=`) or in a JSON body `{"bankAccountId": "..."}` (or `{"id": "..."}`).',

@@ -7,86 +7,82 @@ import * as S from "../../shared/payments_schemas.ts";
 import {
   countOf,
   CountQuery,
-  createRoute,
   type Endpoint,
-  ERROR_RESPONSES,
-  jsonBody,
-  jsonResponse,
   param,
   readJson,
-  RequestIdHeader,
   requestIdOf,
+  routeOf,
   z,
 } from "./_endpoint.ts";
 
 const Customer = z.object({ customerId: z.string() });
 const CustomerCard = z.object({ customerId: z.string(), cardId: z.string() });
+const tag = "Cards";
 
 /** Card endpoints. */
 export const cardEndpoints: Endpoint[] = [
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/customers/{customerId}/cards",
       operationId: "createCard",
-      tags: ["Cards"],
+      tag,
       summary: "Store a card for a customer",
-      request: { params: Customer, headers: RequestIdHeader, body: jsonBody(S.CardInput, "Card") },
-      responses: { 201: jsonResponse(S.CardCreated, "Card stored"), ...ERROR_RESPONSES },
+      params: Customer,
+      body: [S.CardInput, "Card"],
+      ok: [201, S.CardCreated, "Card stored"],
     }),
     handle: async (h) =>
       h.svc.createCard(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/customers/{customerId}/cards/createFromToken",
       operationId: "createCardFromToken",
-      tags: ["Cards"],
+      tag,
       summary: "Store the card a one-time card token stands for (the token is spent)",
-      request: {
-        params: Customer,
-        headers: RequestIdHeader,
-        body: jsonBody(S.FromTokenInput, "The token"),
-      },
-      responses: { 201: jsonResponse(S.CardCreated, "Card stored"), ...ERROR_RESPONSES },
+      params: Customer,
+      body: [S.FromTokenInput, "The token"],
+      ok: [201, S.CardCreated, "Card stored"],
     }),
     handle: async (h) =>
       h.svc.createCardFromToken(param(h, "customerId"), await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/customers/{customerId}/cards/{cardId}",
       operationId: "getCard",
-      tags: ["Cards"],
+      tag,
       summary: "Read a stored card",
-      request: { params: CustomerCard },
-      responses: { 200: jsonResponse(S.Card, "Card"), ...ERROR_RESPONSES },
+      params: CustomerCard,
+      ok: [200, S.Card, "Card"],
     }),
     handle: (h) => h.svc.getCard(param(h, "customerId"), param(h, "cardId")),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/customers/{customerId}/cards",
       operationId: "listCards",
-      tags: ["Cards"],
+      tag,
       summary: "List a customer's cards, newest first (`?count=` at most that many)",
-      request: { params: Customer, query: CountQuery },
-      responses: { 200: jsonResponse(S.CardList, "Cards"), ...ERROR_RESPONSES },
+      params: Customer,
+      query: CountQuery,
+      ok: [200, S.CardList, "Cards"],
     }),
     handle: (h) => h.svc.listCards(param(h, "customerId"), countOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "delete",
       path: "/customers/{customerId}/cards/{cardId}",
       operationId: "deleteCard",
-      tags: ["Cards"],
+      tag,
       summary: "Delete a stored card",
-      request: { params: CustomerCard },
-      responses: { 200: jsonResponse(S.CardDeleted, "Deleted"), ...ERROR_RESPONSES },
+      params: CustomerCard,
+      ok: [200, S.CardDeleted, "Deleted"],
     }),
     handle: (h) => h.svc.deleteCard(param(h, "customerId"), param(h, "cardId")),
   },

@@ -14,12 +14,14 @@ import {
   readJson,
   RequestIdHeader,
   requestIdOf,
+  routeOf,
   z,
 } from "./_endpoint.ts";
 
 const ChargeId = z.object({ chargeId: z.string() });
 const ChargeRefund = z.object({ chargeId: z.string(), refundId: z.string() });
 const ChargeRequest = z.object({ chargeRequestId: z.string() });
+const tag = "Charges";
 
 /** Charge endpoints. */
 export const chargeEndpoints: Endpoint[] = [
@@ -28,7 +30,7 @@ export const chargeEndpoints: Endpoint[] = [
       method: "post",
       path: "/payments/charges",
       operationId: "createCharge",
-      tags: ["Charges"],
+      tags: [tag],
       summary: "Create a card charge (capture defaults to false)",
       description:
         "Send `card` or a one-time token's `value` as `token`. The `Request-Id` of this request " +
@@ -43,73 +45,67 @@ export const chargeEndpoints: Endpoint[] = [
     handle: async (h) => h.svc.createCharge(await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/payments/charges/{chargeId}",
       operationId: "getCharge",
-      tags: ["Charges"],
+      tag,
       summary: "Read a charge (with its refunds and the refundable remainder)",
-      request: { params: ChargeId },
-      responses: { 200: jsonResponse(S.Charge, "Charge"), ...ERROR_RESPONSES },
+      params: ChargeId,
+      ok: [200, S.Charge, "Charge"],
     }),
     handle: (h) => h.svc.getCharge(param(h, "chargeId")),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/payments/charges/{chargeId}/capture",
       operationId: "captureCharge",
-      tags: ["Charges"],
+      tag,
       summary: "Capture an authorized charge (once, amount ≤ authorized)",
-      request: {
-        params: ChargeId,
-        headers: RequestIdHeader,
-        body: jsonBody(S.AdjustInput, "Capture"),
-      },
-      responses: { 200: jsonResponse(S.Charge, "Charge with captureDetail"), ...ERROR_RESPONSES },
+      params: ChargeId,
+      body: [S.AdjustInput, "Capture"],
+      ok: [200, S.Charge, "Charge with captureDetail"],
     }),
     handle: async (h) => h.svc.capture(param(h, "chargeId"), await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "post",
       path: "/payments/charges/{chargeId}/refunds",
       operationId: "createRefund",
-      tags: ["Charges"],
+      tag,
       summary: "Refund a charge (total ≤ captured; an authorization only in full)",
       description: "Any number of refunds (at most 100) up to the captured amount; the charge " +
         "then reads `REFUNDED`, partly or fully refunded alike: its `refunds` and " +
         "`refundableAmount` tell how much. Without `amount`, the whole remainder.",
-      request: {
-        params: ChargeId,
-        headers: RequestIdHeader,
-        body: jsonBody(S.AdjustInput, "Refund"),
-      },
-      responses: { 201: jsonResponse(S.Refund, "Refund issued"), ...ERROR_RESPONSES },
+      params: ChargeId,
+      body: [S.AdjustInput, "Refund"],
+      ok: [201, S.Refund, "Refund issued"],
     }),
     handle: async (h) => h.svc.refund(param(h, "chargeId"), await readJson(h), requestIdOf(h.c)),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/payments/charges/{chargeId}/refunds",
       operationId: "listRefunds",
-      tags: ["Charges"],
+      tag,
       summary: "List a charge's refunds, newest first",
-      request: { params: ChargeId },
-      responses: { 200: jsonResponse(S.RefundList, "Refunds"), ...ERROR_RESPONSES },
+      params: ChargeId,
+      ok: [200, S.RefundList, "Refunds"],
     }),
     handle: (h) => h.svc.listRefunds(param(h, "chargeId")),
   },
   {
-    route: createRoute({
+    route: routeOf({
       method: "get",
       path: "/payments/charges/{chargeId}/refunds/{refundId}",
       operationId: "getRefund",
-      tags: ["Charges"],
+      tag,
       summary: "Read a refund",
-      request: { params: ChargeRefund },
-      responses: { 200: jsonResponse(S.Refund, "Refund"), ...ERROR_RESPONSES },
+      params: ChargeRefund,
+      ok: [200, S.Refund, "Refund"],
     }),
     handle: (h) => h.svc.getRefund(param(h, "chargeId"), param(h, "refundId")),
   },
@@ -118,7 +114,7 @@ export const chargeEndpoints: Endpoint[] = [
       method: "post",
       path: "/payments/txn-requests/{chargeRequestId}/void",
       operationId: "voidCharge",
-      tags: ["Charges"],
+      tags: [tag],
       summary: "Void a charge by the Request-Id of its create request",
       request: {
         params: ChargeRequest,

@@ -21,21 +21,25 @@ interface Def {
 
 const def = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
+/** Schema kinds that wrap one schema (`innerType`) and take the shape of its values. */
+const WRAPPERS: ReadonlySet<string> = new Set([
+  "optional",
+  "nullable",
+  "default",
+  "prefault",
+  "readonly",
+  "catch",
+  "nonoptional",
+]);
+
 /** The object schemas a value at `schema` may be (wrappers and pipes looked through). */
 function objects(schema: z.ZodType, depth = 0): Array<Record<string, z.ZodType>> {
   if (depth > 16) return [];
   const d = def(schema);
+  if (WRAPPERS.has(d.type)) return d.innerType ? objects(d.innerType, depth + 1) : [];
   switch (d.type) {
     case "object":
       return d.shape ? [d.shape] : [];
-    case "optional":
-    case "nullable":
-    case "default":
-    case "prefault":
-    case "readonly":
-    case "catch":
-    case "nonoptional":
-      return d.innerType ? objects(d.innerType, depth + 1) : [];
     case "pipe":
       return [
         ...(d.in ? objects(d.in, depth + 1) : []),
@@ -52,6 +56,7 @@ function objects(schema: z.ZodType, depth = 0): Array<Record<string, z.ZodType>>
 function child(schema: z.ZodType, key: PropertyKey, depth = 0): z.ZodType | undefined {
   if (depth > 16) return undefined;
   const d = def(schema);
+  if (WRAPPERS.has(d.type)) return d.innerType ? child(d.innerType, key, depth + 1) : undefined;
   switch (d.type) {
     case "object":
       return typeof key === "string" ? d.shape?.[key] : undefined;
@@ -59,14 +64,6 @@ function child(schema: z.ZodType, key: PropertyKey, depth = 0): z.ZodType | unde
       return d.valueType;
     case "array":
       return d.element;
-    case "optional":
-    case "nullable":
-    case "default":
-    case "prefault":
-    case "readonly":
-    case "catch":
-    case "nonoptional":
-      return d.innerType ? child(d.innerType, key, depth + 1) : undefined;
     case "pipe":
       return (d.in && child(d.in, key, depth + 1)) ?? (d.out && child(d.out, key, depth + 1));
     case "union":

@@ -4,18 +4,12 @@
  * accepted form lowercased and defaulted.
  */
 import assert from "node:assert/strict";
-import { type ConfigProblem, parseConfigText } from "./load.ts";
+import { config, POOL_API_HEAD, problems } from "./_test_util.ts";
 
 /** A valid configuration with `headers` lines inserted at line 12 (and a health check at 14-15). */
 function withHeaders(...lines: string[]): string {
   return [
-    "version: 1", // 1
-    "listen:", // 2
-    "  protocol: http3", // 3
-    "  tls: {cert: cert.pem, key: key.pem}", // 4
-    "upstream:", // 5
-    "  api:", // 6
-    "    route: {path_prefix: /}", // 7
+    ...POOL_API_HEAD, // 1-7
     "    backends:", // 8
     "      - id: a", // 9
     "        address: 127.0.0.1:8081", // 10
@@ -23,18 +17,6 @@ function withHeaders(...lines: string[]): string {
     ...lines.map((l) => `      ${l}`), // 12 and on
     "",
   ].join("\n");
-}
-
-function problems(text: string): ConfigProblem[] {
-  const result = parseConfigText(text, { checkFiles: false });
-  assert.ok(!result.ok && result.kind === "invalid", JSON.stringify(result));
-  return result.problems;
-}
-
-function config(text: string) {
-  const result = parseConfigText(text, { checkFiles: false });
-  assert.ok(result.ok, JSON.stringify(result));
-  return result.config;
 }
 
 /** [what, the `headers` lines, the problem's path under upstream.api.headers, its line, a message part]. */

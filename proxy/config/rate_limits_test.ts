@@ -3,18 +3,12 @@
  * its key path and line, the accepted form defaulted.
  */
 import assert from "node:assert/strict";
-import { type ConfigProblem, parseConfigText } from "./load.ts";
+import { config, POOL_API_HEAD, problems } from "./_test_util.ts";
 
 /** A valid configuration; `limit` is the one `rate_limits` entry (line 12), `pool` the pool's `rate_limit` (line 8). */
 function withLimit(limit: string, pool = "per-client"): string {
   return [
-    "version: 1", // 1
-    "listen:", // 2
-    "  protocol: http3", // 3
-    "  tls: {cert: cert.pem, key: key.pem}", // 4
-    "upstream:", // 5
-    "  api:", // 6
-    "    route: {path_prefix: /}", // 7
+    ...POOL_API_HEAD, // 1-7
     `    rate_limit: ${pool}`, // 8
     "    backends:", // 9
     "      - id: a", // 10
@@ -26,16 +20,9 @@ function withLimit(limit: string, pool = "per-client"): string {
 
 const GOOD = "{name: per-client, requests_per_second: 10, burst: 20, key: client}";
 
-function problems(text: string): ConfigProblem[] {
-  const result = parseConfigText(text, { checkFiles: false });
-  assert.ok(!result.ok && result.kind === "invalid", JSON.stringify(result));
-  return result.problems;
-}
-
 Deno.test("#30.1: rate_limits: a valid limit, defaults applied", () => {
-  const result = parseConfigText(withLimit(GOOD), { checkFiles: false });
-  assert.ok(result.ok, JSON.stringify(result));
-  assert.deepEqual(result.config.rate_limits, [{
+  const parsed = config(withLimit(GOOD));
+  assert.deepEqual(parsed.rate_limits, [{
     name: "per-client",
     requests_per_second: 10,
     burst: 20,
@@ -43,13 +30,11 @@ Deno.test("#30.1: rate_limits: a valid limit, defaults applied", () => {
     response_headers: false,
     max_keys: 100_000,
   }]);
-  assert.equal(result.config.upstream.api.rate_limit, "per-client");
-  const header = parseConfigText(
+  assert.equal(parsed.upstream.api.rate_limit, "per-client");
+  const header = config(
     withLimit("{name: per-client, requests_per_second: 0.5, burst: 1, key: header:X-Api-Key}"),
-    { checkFiles: false },
   );
-  assert.ok(header.ok, JSON.stringify(header));
-  assert.equal(header.config.rate_limits[0].key, "header:x-api-key");
+  assert.equal(header.rate_limits[0].key, "header:x-api-key");
 });
 
 Deno.test("#30.1: rate_limits: a pool naming an unknown limit is refused with its key and line", () => {

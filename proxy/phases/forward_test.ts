@@ -346,3 +346,13 @@ Deno.test("#35.2: the pool's connect_timeout_ms goes with every exchange (a relo
   await g.forward(incoming("GET"), reloaded, one, "/x", "a.test");
   assert.equal(g.seen[0].connectTimeoutMs, 250);
 });
+
+Deno.test("#29.1: each exchange carries its backend's protocol (a mixed pool)", async () => {
+  const mixed = [
+    { id: "b1", address: "127.0.0.1:1", weight: 1, protocol: "http1" as const },
+    { id: "b2", address: "127.0.0.1:2", weight: 1, protocol: "h2" as const },
+  ];
+  const f = forwarder(["connect", 200]);
+  await f.forward(incoming("GET"), pool, mixed, "/x", "a.test");
+  assert.deepEqual(f.seen.map((r) => r.protocol), ["http1", "h2"]);
+});

@@ -16,9 +16,9 @@ import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from "./tr
 export const MiB = 1024 * 1024;
 const dec = new TextDecoder();
 
-/** A GET of `/` to the backend with a 10 s timeout, with `over` applied. */
+/** A GET of `/` to the backend (anything with an `address`) with a 10 s timeout, with `over` applied. */
 export function request(
-  backend: TestBackend,
+  backend: Pick<TestBackend, "address">,
   over: Partial<UpstreamRequest> = {},
 ): UpstreamRequest {
   return {

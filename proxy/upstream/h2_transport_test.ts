@@ -14,6 +14,7 @@ import { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
 import type { UpstreamError, UpstreamTransport } from "./transport.ts";
 import { type RawConn, startRawH2 } from "./_test_raw_h2.ts";
 import { cat, frame, headers, u32 } from "../h2/_test_util.ts";
+import { failure, request } from "./_test_util.ts";
 import { H2Code } from "../h2/errors.ts";
 import { sleep } from "../../tests/support/wait.ts";
 import { closeAll } from "../../tests/support/tcp.ts";
@@ -97,6 +98,16 @@ function get(
   }).then((r) => r.status, (e: UpstreamError) => e.kind);
 }
 
+/** What `pending` settle to, the backend answering one held request every 20 ms meanwhile. */
+async function answeredAll<T>(b: LimitedBackend, pending: Promise<T>[]): Promise<T[]> {
+  const answering = setInterval(() => b.answer(), 20);
+  try {
+    return await Promise.all(pending);
+  } finally {
+    clearInterval(answering);
+  }
+}
+
 async function withBackend(
   limit: number,
   opts: H2TransportOptions,
@@ -121,12 +132,7 @@ test("RFC 9113 §5.1.2: one session never has more streams open than the backend
     await until("3 streams at the backend", () => b.active === 3);
     await sleep(100);
     assert.equal(b.active, 3);
-    const answering = setInterval(() => b.answer(), 20);
-    try {
-      assert.deepEqual(await Promise.all(all), Array(8).fill(200));
-    } finally {
-      clearInterval(answering);
-    }
+    assert.deepEqual(await answeredAll(b, all), Array(8).fill(200));
     assert.equal(b.max, 3);
     assert.equal(b.total, 8);
     assert.equal(b.sessions, 1);
@@ -137,12 +143,7 @@ test("a full session makes another, up to the bound", () =>
     const all = Array.from({ length: 7 }, () => get(t, b));
     await until("6 streams at the backend", () => b.active === 6);
     assert.equal(b.sessions, 3);
-    const answering = setInterval(() => b.answer(), 20);
-    try {
-      assert.deepEqual(await Promise.all(all), Array(7).fill(200));
-    } finally {
-      clearInterval(answering);
-    }
+    assert.deepEqual(await answeredAll(b, all), Array(7).fill(200));
     assert.equal(b.total, 7);
   }));
 
@@ -176,12 +177,7 @@ test("the queue is bounded: past it a request fails `connect` at once (nothing r
   withBackend(1, { maxSessionsPerAddress: 1, maxQueuedPerAddress: 2 }, async (t, b) => {
     const all = Array.from({ length: 4 }, () => get(t, b));
     assert.equal(await all[3], "connect");
-    const answering = setInterval(() => b.answer(), 20);
-    try {
-      assert.deepEqual(await Promise.all(all.slice(0, 3)), [200, 200, 200]);
-    } finally {
-      clearInterval(answering);
-    }
+    assert.deepEqual(await answeredAll(b, all.slice(0, 3)), [200, 200, 200]);
     assert.equal(b.total, 3);
   }));
 
@@ -238,16 +234,7 @@ test("PING liveness: a backend that goes silent with a stream open fails it `tim
   const t = createH2Transport({ pingAfterMs: 200, pingTimeoutMs: 200 });
   try {
     const start = performance.now();
-    const err = await t.exchange({
-      address: server.address,
-      method: "GET",
-      path: "/",
-      authority: "a.test",
-      headers: [],
-      body: null,
-      timeoutMs: 30_000,
-    }).then(() => null, (e: UpstreamError) => e);
-    assert.ok(err !== null);
+    const err = await failure(t.exchange(request(server, { timeoutMs: 30_000 })));
     assert.equal(err.kind, "timeout");
     assert.match(err.message, /PING/);
     assert.ok(performance.now() - start < 20_000);
@@ -265,16 +252,13 @@ test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connec
   })().catch(() => {});
   const t = createH2Transport({ connectTimeoutMs: 200 });
   try {
-    const err = await t.exchange({
-      address: `127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-      method: "GET",
-      path: "/",
-      authority: "a.test",
-      headers: [],
-      body: null,
-      timeoutMs: 30_000,
-    }).then(() => null, (e: UpstreamError) => e);
-    assert.ok(err !== null);
+    const err = await failure(
+      t.exchange(
+        request({ address: `127.0.0.1:${(listener.addr as Deno.NetAddr).port}` }, {
+          timeoutMs: 30_000,
+        }),
+      ),
+    );
     assert.equal(err.kind, "connect");
     assert.match(err.message, /SETTINGS/);
   } finally {
@@ -373,16 +357,14 @@ for (const r of REFUSALS) {
       });
       const t = createH2Transport();
       try {
-        const err = await t.exchange({
-          address: server.address,
-          method,
-          path: "/",
-          authority: "a.test",
-          headers: [],
-          body: method === "POST" ? new TextEncoder().encode("pay 10") : null,
-          timeoutMs: 10_000,
-        }).then(() => null, (e: UpstreamError) => e);
-        assert.ok(err !== null);
+        const err = await failure(
+          t.exchange(
+            request(server, {
+              method,
+              body: method === "POST" ? new TextEncoder().encode("pay 10") : null,
+            }),
+          ),
+        );
         if (r.head === "none") {
           // Provably not processed: sent again at once (twice), whatever the method.
           assert.equal(err.kind, "connect", err.message);
@@ -453,16 +435,7 @@ for (const [what, fields] of INVALID_HEADS) {
     });
     const t = createH2Transport();
     try {
-      const err = await t.exchange({
-        address: server.address,
-        method: "GET",
-        path: "/",
-        authority: "a.test",
-        headers: [],
-        body: null,
-        timeoutMs: 10_000,
-      }).then(() => null, (e: UpstreamError) => e);
-      assert.ok(err !== null);
+      const err = await failure(t.exchange(request(server)));
       assert.equal(err.kind, "invalid_response", err.message);
       assert.match(err.message, /invalid response head/);
       assert.equal(deliveries, 1);
@@ -513,16 +486,8 @@ function askStalled(
   connectTimeoutMs: number | undefined,
   timeoutMs = 8_000,
 ) {
-  return t.exchange({
-    address,
-    method: "GET",
-    path: "/",
-    authority: "a.test",
-    headers: [],
-    body: null,
-    timeoutMs,
-    connectTimeoutMs,
-  }).then(() => null, (e: UpstreamError) => e);
+  return t.exchange(request({ address }, { timeoutMs, connectTimeoutMs }))
+    .then(() => null, (e: UpstreamError) => e);
 }
 
 test("#35.2: a TLS handshake that never completes fails `connect` at connect_timeout_ms; the next request connects anew", async () => {

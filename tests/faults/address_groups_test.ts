@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
-import { H3TestClient } from "../support/h3_client.ts";
+import { connectH3, H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead } from "../support/faults.ts";
 import { sleep, withTimeout } from "../support/wait.ts";
@@ -23,14 +23,7 @@ async function connectFrom(
 ): Promise<{ conn: Deno.QuicConn; endpoint: Deno.QuicEndpoint } | undefined> {
   const endpoint = new Deno.QuicEndpoint({ hostname: source, port: 0 });
   try {
-    const conn = await Deno.connectQuic({
-      endpoint,
-      hostname: "127.0.0.1",
-      port,
-      serverName: "localhost",
-      caCerts: [ca],
-      alpnProtocols: ["h3"],
-    });
+    const conn = await connectH3(endpoint, port, ca);
     // The close may arrive just after the handshake completes.
     const closedSoon = await Promise.race([
       conn.closed.then(() => true, () => true),

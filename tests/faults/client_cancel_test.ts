@@ -12,7 +12,7 @@ import { encodeFrame, FrameType } from "../../proxy/h3/mod.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead } from "../support/faults.ts";
-import { sleep } from "../support/wait.ts";
+import { msUntil } from "../support/wait.ts";
 
 const N = 50;
 
@@ -42,15 +42,6 @@ async function activeStreams(adminPort: number): Promise<number> {
   return Number(m[1]);
 }
 
-async function until(what: () => boolean | Promise<boolean>, ms: number): Promise<number> {
-  const t0 = performance.now();
-  while (performance.now() - t0 < ms) {
-    if (await what()) return performance.now() - t0;
-    await sleep(25);
-  }
-  return -1;
-}
-
 Deno.test("#25.5: a client's STOP_SENDING before the response head resets the backend stream", async () => {
   const be = hangingBackend();
   const port = be.port;
@@ -76,13 +67,13 @@ Deno.test("#25.5: a client's STOP_SENDING before the response head resets the ba
       streams.push(s);
     }
     assert.ok(
-      await until(() => be.counts.opened === N, 20_000) >= 0,
+      await msUntil(() => be.counts.opened === N, 20_000) >= 0,
       `opened ${be.counts.opened}`,
     );
     assert.equal(await activeStreams(proxy.adminPort!), N);
     // The client cancels every request: STOP_SENDING on each response.
     for (const s of streams) await s.readable.cancel(new Error("not wanted")).catch(() => {});
-    const resetAfter = await until(() => be.counts.reset === N, 15_000);
+    const resetAfter = await msUntil(() => be.counts.reset === N, 15_000);
     console.log(
       `${be.counts.reset}/${N} backend streams reset ${
         resetAfter >= 0 ? `within ${resetAfter.toFixed(0)} ms` : "(not all within 15 s)"
@@ -90,7 +81,7 @@ Deno.test("#25.5: a client's STOP_SENDING before the response head resets the ba
     );
     assert.equal(be.counts.reset, N, "every cancelled request's backend stream was reset");
     assert.equal(be.counts.open, 0);
-    const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
+    const freed = await msUntil(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
     assert.ok(freed >= 0, "the proxy's active-stream gauge came back to 0");
     // The connection itself is still good.
     const r = await client.request({ head: getHead("/fine", proxy.port) });
@@ -137,8 +128,8 @@ Deno.test("#25.5: rapid cancels (HEADERS, then STOP_SENDING at once) do not pile
       await s.readable.cancel(new Error("rapid")).catch(() => {});
     }
     await measuring;
-    const drained = await until(() => be.counts.open === 0, 15_000);
-    const freed = await until(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
+    const drained = await msUntil(() => be.counts.open === 0, 15_000);
+    const freed = await msUntil(async () => (await activeStreams(proxy.adminPort!)) === 0, 10_000);
     console.log(
       `rapid cancels: ${RAPID} sent, ${be.counts.opened} reached the backend, ${be.counts.reset} reset, ` +
         `${be.counts.open} open at the end; other client's median ${

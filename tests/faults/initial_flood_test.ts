@@ -14,7 +14,7 @@
 // deno-lint-ignore-file no-console
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
-import { H3TestClient } from "../support/h3_client.ts";
+import { connectH3, H3TestClient } from "../support/h3_client.ts";
 import { floodInitials, spreadSources } from "../support/initial_flood.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
@@ -50,14 +50,7 @@ async function handshake(port: number, ca: string, budget: number): Promise<numb
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const conn = await Promise.race([
-      Deno.connectQuic({
-        endpoint,
-        hostname: "127.0.0.1",
-        port,
-        serverName: "localhost",
-        caCerts: [ca],
-        alpnProtocols: ["h3"],
-      }),
+      connectH3(endpoint, port, ca),
       new Promise<undefined>((r) => timer = setTimeout(() => r(undefined), budget)),
     ]);
     if (conn === undefined) return undefined;

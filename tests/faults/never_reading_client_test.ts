@@ -20,7 +20,7 @@ import {
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
-import { sleep } from "../support/wait.ts";
+import { msUntil, sleep } from "../support/wait.ts";
 
 const STREAMS = 40;
 const SHARE = 10;
@@ -81,15 +81,6 @@ async function readAll(readable: ReadableStream<Uint8Array>) {
   return { status, body, trailer, clean };
 }
 
-async function until(what: () => boolean, ms: number): Promise<number> {
-  const t0 = performance.now();
-  while (performance.now() - t0 < ms) {
-    if (what()) return performance.now() - t0;
-    await sleep(25);
-  }
-  return -1;
-}
-
 Deno.test("#25.4: a never-reading connection holds at most its share of a backend's streams, its stalled responses are cut at request_idle_timeout_ms, others are served", async () => {
   const be = downloadBackend();
   const port = be.port;
@@ -119,7 +110,7 @@ Deno.test("#25.4: a never-reading connection holds at most its share of a backen
       await w.close();
       streams.push(s);
     }
-    assert.ok(await until(() => be.counts.opened >= SHARE, 20_000) >= 0, "downloads started");
+    assert.ok(await msUntil(() => be.counts.opened >= SHARE, 20_000) >= 0, "downloads started");
     await sleep(500);
     const stalledRss = await rssBytes(proxy.pid);
     assert.equal(be.counts.opened, SHARE, "only the connection's share reached the backend");
@@ -131,7 +122,7 @@ Deno.test("#25.4: a never-reading connection holds at most its share of a backen
     }
     // The stalled responses are cut at the idle bound and their backend streams reset.
     const t0 = performance.now();
-    const cut = await until(() => be.counts.open === 0, IDLE_MS * 5);
+    const cut = await msUntil(() => be.counts.open === 0, IDLE_MS * 5);
     const cutMs = performance.now() - t0;
     console.log(
       `never-reading client: ${be.counts.opened}/${STREAMS} streams reached the backend ` +
@@ -165,7 +156,7 @@ Deno.test("#25.4: a never-reading connection holds at most its share of a backen
       encodeFrame(FrameType.HEADERS, lazy.encodeFields(getHead("/big/next", proxy.port))),
     );
     await w.close();
-    assert.ok(await until(() => be.counts.opened === SHARE + 1, 10_000) >= 0);
+    assert.ok(await msUntil(() => be.counts.opened === SHARE + 1, 10_000) >= 0);
     await next.readable.cancel().catch(() => {});
   } finally {
     await lazy.close();

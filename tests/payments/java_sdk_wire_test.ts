@@ -30,6 +30,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnServer } from "./_server_process.ts";
+import { SAMPLE_BANK_ACCOUNT } from "./_sdk_samples.ts";
 
 const TOKEN = "java-sdk-token";
 const SDK_VERSION = "6.4.2";
@@ -451,13 +452,7 @@ const card = {
   expMonth: "02",
   expYear: "2031",
 };
-const bankAccount = {
-  name: "Fname LName",
-  routingNumber: "322079353",
-  accountNumber: "11000000333456781",
-  accountType: "PERSONAL_CHECKING",
-  phone: "1234567890",
-};
+const bankAccount = SAMPLE_BANK_ACCOUNT;
 const paymentContext = { mobile: "false", isEcommerce: "true" };
 const deviceInfo = {
   id: "1",

@@ -19,6 +19,7 @@
 import assert from "node:assert/strict";
 import QuickBooks from "quickbooks";
 import { spawnServer } from "./_server_process.ts";
+import { SAMPLE_BANK_ACCOUNT } from "./_sdk_samples.ts";
 
 const TOKEN = "npm-sdk-token";
 
@@ -58,13 +59,7 @@ const card = {
   },
 };
 
-const bankAccount = {
-  name: "Fname LName",
-  routingNumber: "322079353",
-  accountNumber: "11000000333456781",
-  accountType: "PERSONAL_CHECKING",
-  phone: "1234567890",
-};
+const bankAccount = SAMPLE_BANK_ACCOUNT;
 
 Deno.test({
   name: "npm quickbooks@1.0.4: tokens, charges with capture and refund, e-checks; its defects",

@@ -8,7 +8,7 @@ import { concatBytes, decodeVarint, encodeFrame, FrameType, H3Code } from "../..
 import { startBackend } from "../support/backend.ts";
 import { chromiumDumpDom } from "../support/chromium.ts";
 import { curlLocal } from "../support/curl.ts";
-import { firefoxRun } from "../support/firefox.ts";
+import { firefoxThroughProxy } from "../support/firefox.ts";
 import { gtls } from "../support/gtls.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
@@ -246,13 +246,7 @@ Deno.test({
     const be = slowBackend((text) => results.resolve(text));
     const proxy = await startProxy(oneBackendConfig(be.address));
     try {
-      const certs = await testCerts();
-      const origin = `localhost:${proxy.port}`;
-      const run = await firefoxRun(`https://${origin}/page.html`, {
-        h3Origin: origin,
-        caPath: certs.caPath,
-        until: results.promise,
-      });
+      const run = await firefoxThroughProxy(proxy.port, "/page.html", results.promise);
       assert.ok(!run.timedOut, `no results from the page in time; stderr: ${run.stderr}`);
       assert.equal(await results.promise, "DONE 200:2000");
     } finally {

@@ -15,8 +15,8 @@
 import assert from "node:assert/strict";
 import { decodePrefixInt, decodeVarint, NEED_MORE } from "../../proxy/h3/mod.ts";
 import { startBackend } from "../support/backend.ts";
-import { firefoxRun } from "../support/firefox.ts";
-import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
+import { firefoxThroughProxy } from "../support/firefox.ts";
+import { oneBackendConfig, startProxy } from "../support/proxy_process.ts";
 import { needs } from "../support/tools.ts";
 
 const ROUNDS = 8;
@@ -157,13 +157,8 @@ Deno.test({
       [...proxy.stdout, ...proxy.stderr].filter((l) => !/ received \d+ bytes/.test(l)).slice(-30)
         .join("\n");
     try {
-      const certs = await testCerts();
       const origin = `localhost:${proxy.port}`;
-      const run = await firefoxRun(`https://${origin}/page.html`, {
-        h3Origin: origin,
-        caPath: certs.caPath,
-        until: results.promise,
-      });
+      const run = await firefoxThroughProxy(proxy.port, "/page.html", results.promise);
       assert.ok(
         !run.timedOut,
         `no results from the page in time (the backend saw ${vias.length} requests); ` +

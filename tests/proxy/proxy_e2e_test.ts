@@ -10,6 +10,21 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
 
+/** The fields of a `method` request for `path` at `localhost` (no port), then `extra`. */
+function fields(
+  method: string,
+  path: string,
+  ...extra: Array<[string, string]>
+): Array<[string, string]> {
+  return [
+    [":method", method],
+    [":scheme", "https"],
+    [":authority", "localhost"],
+    [":path", path],
+    ...extra,
+  ];
+}
+
 function config(backends: Record<string, string[]>, extra = ""): string {
   let y = `version: 1
 listen:
@@ -161,12 +176,7 @@ Deno.test("e2e: routing and error statuses", async (t) => {
       assert.equal(JSON.parse(new TextDecoder().decode(r.body)).error, "backend_timeout");
     });
     await t.step("malformed request (uppercase field name) → 400", async () => {
-      const r = await client.request({
-        head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
-          ":path",
-          "/api",
-        ], ["X-Upper", "1"]],
-      });
+      const r = await client.request({ head: fields("GET", "/api", ["X-Upper", "1"]) });
       assert.equal(r.status, 400);
     });
     await t.step("missing :path → 400", async () => {
@@ -177,10 +187,7 @@ Deno.test("e2e: routing and error statuses", async (t) => {
     });
     await t.step("header list over SETTINGS_MAX_FIELD_SECTION_SIZE → 431", async () => {
       const r = await client.request({
-        head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
-          ":path",
-          "/api",
-        ], ["x-big", "a".repeat(70_000)]],
+        head: fields("GET", "/api", ["x-big", "a".repeat(70_000)]),
       });
       assert.equal(r.status, 431);
       const ok = await get("/api/after");
@@ -188,20 +195,12 @@ Deno.test("e2e: routing and error statuses", async (t) => {
     });
     await t.step("body over max_request_body_bytes → 413", async () => {
       const r = await client.request({
-        head: [[":method", "POST"], [":scheme", "https"], [":authority", "localhost"], [
-          ":path",
-          "/api/echo",
-        ], ["content-length", "30000000"]],
+        head: fields("POST", "/api/echo", ["content-length", "30000000"]),
       });
       assert.equal(r.status, 413);
     });
     await t.step("HEAD and 204 carry no body; content-length is preserved", async () => {
-      const head = await client.request({
-        head: [[":method", "HEAD"], [":scheme", "https"], [":authority", "localhost"], [
-          ":path",
-          "/api/bytes/1234",
-        ]],
-      });
+      const head = await client.request({ head: fields("HEAD", "/api/bytes/1234") });
       assert.equal(head.status, 200);
       assert.equal(head.body.length, 0);
       const g = await get("/api/bytes/1234");
@@ -232,12 +231,7 @@ Deno.test("e2e: SIGTERM sends GOAWAY, lets the in-flight request finish, exits 0
   const client = await H3TestClient.connect(proxy.port, ca);
   try {
     await client.serverSettings;
-    const inflight = client.request({
-      head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
-        ":path",
-        "/slow/800",
-      ]],
-    });
+    const inflight = client.request({ head: fields("GET", "/slow/800") });
     await sleep(300);
     const exit = proxy.stop("SIGTERM");
     const res = await inflight;

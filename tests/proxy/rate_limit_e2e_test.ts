@@ -7,21 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
+import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "../support/wait.ts";
-
-/** Waits (up to 10 s, polling every 50 ms) for `cond`; the access log is written in batches. */
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200 && !(await cond()); i++) await sleep(50);
-}
-
-async function reload(
-  adminPort: number,
-): Promise<{ reloaded: boolean; restart_required: string[] }> {
-  const res = await fetch(`http://127.0.0.1:${adminPort}/admin/reload`, { method: "POST" });
-  return await res.json();
-}
+import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
+import { pollUntil } from "../support/wait.ts";
 
 Deno.test("#30.1: rate limit: burst+1 requests, the last a 429 the backend never sees; metrics, access log, reload", async () => {
   const be = startBackend("b");
@@ -39,15 +28,7 @@ admin: {port: 0}
 `;
   const proxy = await startProxy(config("burst: 3"));
   const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
-  const get = (path: string) =>
-    client.request({
-      head: [
-        [":method", "GET"],
-        [":scheme", "https"],
-        [":authority", `localhost:${proxy.port}`],
-        [":path", path],
-      ],
-    });
+  const get = (path: string) => client.request({ head: getHead(path, proxy.port) });
   const field = (res: { headers: Array<[string, string]> }, name: string) =>
     res.headers.find(([n]) => n === name)?.[1];
   const metric = async (decision: string) => {
@@ -74,7 +55,7 @@ admin: {port: 0}
 
     assert.equal(await metric("allowed"), 3);
     assert.equal(await metric("limited"), 1);
-    await until(() => proxy.stderr.some((l) => l.includes("/over") && l.includes(" 429 ")));
+    await pollUntil(() => proxy.stderr.some((l) => l.includes("/over") && l.includes(" 429 ")));
     const line = proxy.stderr.find((l) => l.includes("/over") && l.includes(" 429 "));
     assert.ok(line?.includes(" limit=per-client"), proxy.stderr.join("\n"));
     assert.ok(
@@ -84,12 +65,12 @@ admin: {port: 0}
 
     // An unchanged limit (response_headers aside) keeps its buckets across a reload.
     await Deno.writeTextFile(proxy.configPath, config("burst: 3, response_headers: true"));
-    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    assert.deepEqual(await adminReload(proxy.adminPort!), { reloaded: true, restart_required: [] });
     assert.equal((await get("/still-over")).status, 429);
 
     // A changed limit applies at once, with full buckets.
     await Deno.writeTextFile(proxy.configPath, config("burst: 5, response_headers: true"));
-    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    assert.deepEqual(await adminReload(proxy.adminPort!), { reloaded: true, restart_required: [] });
     const first = await get("/again/0");
     assert.equal(first.status, 200);
     assert.equal(field(first, "ratelimit"), '"per-client";r=4;t=100');

@@ -6,21 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
+import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
-import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "../support/wait.ts";
-
-/** Waits (up to 10 s, polling every 50 ms) for `cond`; the access log is written in batches. */
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200 && !(await cond()); i++) await sleep(50);
-}
-
-async function reload(
-  adminPort: number,
-): Promise<{ reloaded: boolean; restart_required: string[] }> {
-  const res = await fetch(`http://127.0.0.1:${adminPort}/admin/reload`, { method: "POST" });
-  return await res.json();
-}
+import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
+import { pollUntil } from "../support/wait.ts";
 
 Deno.test("#21.2: log level and access log apply on reload; restart_required is computed against what runs", async () => {
   const be = startBackend("b");
@@ -38,27 +27,20 @@ ${extra}
   const proxy = await startProxy(config("log: {level: info}"));
   const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
   const get = async (path: string) =>
-    (await client.request({
-      head: [
-        [":method", "GET"],
-        [":scheme", "https"],
-        [":authority", `localhost:${proxy.port}`],
-        [":path", path],
-      ],
-    })).status;
+    (await client.request({ head: getHead(path, proxy.port) })).status;
   const accessOnStderr = () => proxy.stderr.filter((l) => l.includes("[proxy::access]")).length;
   const fileLines = async () =>
     (await Deno.readTextFile(file).catch(() => "")).split("\n").filter(Boolean);
   try {
     assert.equal(await get("/one"), 200);
-    await until(() => accessOnStderr() === 1);
+    await pollUntil(() => accessOnStderr() === 1);
     assert.equal(proxy.stderr.some((l) => l.includes("[DEBUG]")), false, "info to begin with");
 
     // log.level: debug, applied.
     await Deno.writeTextFile(proxy.configPath, config("log: {level: debug}"));
-    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    assert.deepEqual(await adminReload(proxy.adminPort!), { reloaded: true, restart_required: [] });
     assert.equal(await get("/two"), 200);
-    await until(() => proxy.stderr.some((l) => l.includes("routing to backend")));
+    await pollUntil(() => proxy.stderr.some((l) => l.includes("routing to backend")));
     assert.ok(
       proxy.stderr.some((l) => l.includes("[DEBUG]") && l.includes("routing to backend")),
       proxy.stderr.join("\n"),
@@ -69,10 +51,10 @@ ${extra}
       proxy.configPath,
       config(`log: {level: debug, access: {format: json, file: "${file}"}}`),
     );
-    assert.deepEqual(await reload(proxy.adminPort!), { reloaded: true, restart_required: [] });
+    assert.deepEqual(await adminReload(proxy.adminPort!), { reloaded: true, restart_required: [] });
     const onStderr = accessOnStderr();
     assert.equal(await get("/three"), 200);
-    await until(async () => (await fileLines()).length >= 1);
+    await pollUntil(async () => (await fileLines()).length >= 1);
     const lines = (await fileLines()).map((l) => JSON.parse(l));
     assert.deepEqual(lines.map((l) => [l.path, l.status]), [["/three", 200]]);
     assert.equal(accessOnStderr(), onStderr);
@@ -88,14 +70,14 @@ ${extra}
     assert.equal(rejected.status, 400);
     assert.match(JSON.stringify(await rejected.json()), /log\.access\.file: cannot write/);
     assert.equal(await get("/four"), 200);
-    await until(async () => (await fileLines()).length >= 2);
+    await pollUntil(async () => (await fileLines()).length >= 2);
     assert.equal((await fileLines()).length, 2, "still logging");
 
     // A port change needs a restart and is listed; reverted, it no longer is.
     await Deno.writeTextFile(proxy.configPath, config("", 1));
-    assert.deepEqual((await reload(proxy.adminPort!)).restart_required, ["listen.port"]);
+    assert.deepEqual((await adminReload(proxy.adminPort!)).restart_required, ["listen.port"]);
     await Deno.writeTextFile(proxy.configPath, config(""));
-    assert.deepEqual((await reload(proxy.adminPort!)).restart_required, []);
+    assert.deepEqual((await adminReload(proxy.adminPort!)).restart_required, []);
   } finally {
     await client.close();
     assert.equal(await proxy.stop(), 0);

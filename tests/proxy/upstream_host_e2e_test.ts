@@ -8,9 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { freePort } from "../support/free_port.ts";
+import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
-import { sleep } from "../support/wait.ts";
+import { pollUntil } from "../support/wait.ts";
+import { listening, spawnCaddy } from "../interop/_servers.ts";
 
 /** Caddy over h2c with one site, `http://site.internal:<port>`, logging its requests (JSON, stderr). */
 async function startNamedSiteCaddy(): Promise<
@@ -18,8 +20,8 @@ async function startNamedSiteCaddy(): Promise<
 > {
   const port = freePort();
   const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-host-" });
-  await Deno.writeTextFile(
-    `${conf}/Caddyfile`,
+  const child = await spawnCaddy(
+    conf,
     `{
   admin off
   auto_https off
@@ -37,19 +39,12 @@ http://site.internal:${port} {
 }
 `,
   );
-  const child = new Deno.Command("caddy", {
-    args: ["run", "--config", `${conf}/Caddyfile`, "--adapter", "caddyfile"],
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-    env: { HOME: conf, XDG_DATA_HOME: `${conf}/data`, XDG_CONFIG_HOME: `${conf}/config` },
-  }).spawn();
   const log: string[] = [];
   const reading = (async () => {
     const text = child.stderr.pipeThrough(new TextDecoderStream()).pipeThrough(lines());
     for await (const line of text) log.push(line);
   })();
-  await untilListening(port);
+  await listening(port, child, "caddy");
   return {
     address: `127.0.0.1:${port}`,
     log,
@@ -60,23 +55,6 @@ http://site.internal:${port} {
       await Deno.remove(conf, { recursive: true }).catch(() => {});
     },
   };
-}
-
-async function untilListening(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      await sleep(50);
-    }
-  }
-  throw new Error(`caddy did not listen on ${port}`);
-}
-
-/** Waits (up to 10 s, polling every 50 ms) for `cond`. */
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200 && !(await cond()); i++) await sleep(50);
 }
 
 /** Splits text into lines. */
@@ -118,21 +96,13 @@ admin: {port: 0}
 `;
   const proxy = await startProxy(config(""));
   const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
-  const get = (path: string) =>
-    client.request({
-      head: [
-        [":method", "GET"],
-        [":scheme", "https"],
-        [":authority", `localhost:${proxy.port}`],
-        [":path", path],
-      ],
-    });
+  const get = (path: string) => client.request({ head: getHead(path, proxy.port) });
   try {
     // The trap: without set.host, an empty 200 (and the probes pass).
     const empty = await get("/");
     assert.equal(empty.status, 200);
     assert.equal(new TextDecoder().decode(empty.body), "");
-    await until(() => siteRequests(caddy.log).some(([, uri]) => uri === "/health"));
+    await pollUntil(() => siteRequests(caddy.log).some(([, uri]) => uri === "/health"));
     const before = siteRequests(caddy.log);
     assert.ok(before.some(([h, u]) => h === `localhost:${proxy.port}` && u === "/"), `${before}`);
     assert.ok(before.some(([h, u]) => h === caddy.address && u === "/health"), `${before}`);
@@ -157,7 +127,7 @@ admin: {port: 0}
 
     // The request and the probes of the new generation ask for the site.
     const named = ([h, u]: [string, string]) => h === "site.internal" && u === "/health";
-    await until(() => siteRequests(caddy.log).some(named));
+    await pollUntil(() => siteRequests(caddy.log).some(named));
     const after = siteRequests(caddy.log);
     assert.ok(after.some(([h, u]) => h === "site.internal" && u === "/page"), `${after}`);
     assert.ok(after.some(named), `${after}`);

@@ -11,6 +11,7 @@
 
 import assert from "node:assert/strict";
 import http2 from "node:http2";
+import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
@@ -57,15 +58,12 @@ upstream:
 `);
     const ca = await Deno.readTextFile((await testCerts()).caPath);
     const client = await H3TestClient.connect(proxy.port, ca);
-    const head = (path: string): Array<[string, string]> => [
-      [":method", "GET"],
-      [":scheme", "https"],
-      [":authority", `localhost:${proxy.port}`],
-      [":path", path],
-    ];
     try {
       const all = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => client.request({ head: head(`/stall/${i}`) })),
+        Array.from(
+          { length: 40 },
+          (_, i) => client.request({ head: getHead(`/stall/${i}`, proxy.port) }),
+        ),
       );
       assert.deepEqual(all.map((r) => r.status), Array(40).fill(503));
       const answered = performance.now();
@@ -76,7 +74,7 @@ upstream:
       assert.ok(lastArrival <= answered, "no stream opened after its request was answered");
       assert.equal(active, 0, "every opened stream was reset");
       answer = true;
-      const later = await client.request({ head: head("/after") });
+      const later = await client.request({ head: getHead("/after", proxy.port) });
       assert.equal(later.status, 200);
     } finally {
       await client.close();

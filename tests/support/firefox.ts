@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { testCerts } from "./proxy_process.ts";
 
 /** Options of {@link firefoxRun}. */
 export interface FirefoxOptions {
@@ -250,4 +251,19 @@ export async function firefoxRun(url: string, opts: FirefoxOptions): Promise<Fir
   } finally {
     await Deno.remove(root, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * {@link firefoxRun} on `path` of the proxy listening on `proxyPort`
+ * (`https://localhost:<port>`, over HTTP/3, trusting the test CA), until
+ * `until` settles.
+ */
+export async function firefoxThroughProxy(
+  proxyPort: number,
+  path: string,
+  until: Promise<unknown>,
+): Promise<FirefoxRun> {
+  const origin = `localhost:${proxyPort}`;
+  const { caPath } = await testCerts();
+  return await firefoxRun(`https://${origin}${path}`, { h3Origin: origin, caPath, until });
 }

@@ -51,6 +51,14 @@ export interface ProxyProcess {
   exited: Promise<number>;
 }
 
+/** `POST /admin/reload` on the admin port (no token): what the proxy answers. */
+export async function adminReload(
+  adminPort: number,
+): Promise<{ reloaded: boolean; restart_required: string[] }> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/admin/reload`, { method: "POST" });
+  return await res.json();
+}
+
 /** Result of running the proxy to completion (for CLI tests). */
 export interface CliResult {
   code: number;

@@ -24,6 +24,7 @@
  */
 
 import { H3Code, H3Error } from "../errors.ts";
+import { concatBytes } from "../frames.ts";
 import { huffmanDecodeToScratch, huffmanScratch } from "../../hpack_common/huffman.ts";
 import { prefixIntEnd, readPrefixInt } from "./prefix_int.ts";
 import { STATIC_NAMES, STATIC_VALUES } from "./static_table.ts";
@@ -253,13 +254,8 @@ export class QpackDecoder {
    * QPACK_DECOMPRESSION_FAILED if a resumed section is malformed.
    */
   pushEncoderStream(chunk: Uint8Array): UnblockedSection[] {
-    let buf = chunk;
-    if (this.#pending !== null) {
-      buf = new Uint8Array(this.#pending.length + chunk.length);
-      buf.set(this.#pending);
-      buf.set(chunk, this.#pending.length);
-      this.#pending = null;
-    }
+    const buf = this.#pending === null ? chunk : concatBytes(this.#pending, chunk);
+    this.#pending = null;
     const before = this.#table.insertCount;
     const used = this.#applyEncoderInstructions(buf);
     if (used < buf.length) this.#pending = buf.slice(used);

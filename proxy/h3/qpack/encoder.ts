@@ -9,6 +9,7 @@
  */
 
 import { H3Code, H3Error } from "../errors.ts";
+import { concatBytes } from "../frames.ts";
 import { ByteWriter, type HuffmanChoice } from "../../hpack_common/bytes.ts";
 import { prefixIntEnd, readPrefixInt } from "./prefix_int.ts";
 import { staticLookup } from "./static_table.ts";
@@ -83,13 +84,8 @@ export class QpackEncoder {
    * @throws {H3Error} QPACK_DECODER_STREAM_ERROR.
    */
   pushDecoderStream(chunk: Uint8Array): void {
-    let buf = chunk;
-    if (this.#pending !== null) {
-      buf = new Uint8Array(this.#pending.length + chunk.length);
-      buf.set(this.#pending);
-      buf.set(chunk, this.#pending.length);
-      this.#pending = null;
-    }
+    const buf = this.#pending === null ? chunk : concatBytes(this.#pending, chunk);
+    this.#pending = null;
     const end = buf.length;
     let pos = 0;
     while (pos < end) {
