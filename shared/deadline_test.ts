@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { deadline, idleWatch, settledWithin } from "./deadline.ts";
-import { sleep } from "../tests/support/wait.ts";
+import { pollUntil, sleep } from "../tests/support/wait.ts";
 
 const never = () => new Promise<never>(() => {});
 const late = (label: string) => () => new Error(label);
@@ -36,17 +36,19 @@ Deno.test("settledWithin: true when the promise settles in time (resolved or rej
 });
 
 Deno.test("idleWatch: fires once after ms without a touch; touches push it back; cancel stops it", async () => {
+  // Touches 20 ms apart against a 400 ms deadline: a busy machine may
+  // stretch a 20 ms sleep many times over and still not reach it.
   let fired = 0;
-  const w = idleWatch(40, () => fired++);
+  const w = idleWatch(400, () => fired++);
   for (let i = 0; i < 5; i++) {
     await sleep(20);
     w.touch();
   }
-  assert.equal(fired, 0, "touched every 20 ms: never idle for 40 ms");
-  await sleep(90);
-  assert.equal(fired, 1);
+  assert.equal(fired, 0, "touched every 20 ms: never idle for 400 ms");
+  await pollUntil(() => fired === 1);
+  assert.equal(fired, 1, "fires once idle for 400 ms");
   w.touch();
-  await sleep(90);
+  await sleep(900);
   assert.equal(fired, 1, "fires once");
   let other = 0;
   const c = idleWatch(20, () => other++);
