@@ -115,6 +115,7 @@ async function main(): Promise<number> {
   }
 
   const base = "https://localhost:9889";
+  const deno = denoCommand();
   console.log(`
 The demo is up: HTTP/3 on UDP 9889 (and HTTP/2 or HTTP/1.1 on TCP 9889) -> spooky
 -> payments on 127.0.0.1:8081 and :8082.
@@ -131,8 +132,8 @@ Try it (from ${ROOT}):
   gtlsclient --no-quic-dump --exit-on-all-streams-close 127.0.0.1 9889 ${base}/health
 
   # the project's own HTTP/3 client, with headers
-  deno run -A examples/h3_client.ts -i -H "authorization: Bearer ${token}" ${base}/vendor/v4/customers/c1/cards
-  deno run -A examples/h3_client.ts -i -X POST -H "authorization: Bearer ${token}" \\
+  ${deno} run -A examples/h3_client.ts -i -H "authorization: Bearer ${token}" ${base}/vendor/v4/customers/c1/cards
+  ${deno} run -A examples/h3_client.ts -i -X POST -H "authorization: Bearer ${token}" \\
     -H "content-type: application/json" \\
     -d '{"number":"4111111111111111","expMonth":12,"expYear":2030,"cvc":"123","name":"Demo"}' \\
     ${base}/vendor/v4/customers/c1/cards
@@ -153,3 +154,12 @@ Ctrl-C stops everything.`);
 }
 
 if (import.meta.main) Deno.exit(await main());
+
+/**
+ * How the reader runs Deno: the `npx` line the README's commands use when the
+ * demo was started through `npx` (npm runs it with `npm_command=exec`; the
+ * reader's own shell may have no `deno`), else `deno`.
+ */
+function denoCommand(): string {
+  return Deno.env.get("npm_command") === "exec" ? `npx -y deno@${Deno.version.deno}` : "deno";
+}

@@ -154,6 +154,9 @@ async function checkServing(out: string, token: string, clone: string): Promise<
   assert.match(out, new RegExp(`Bearer token:\\s+${token}`));
   assert.match(out, /gtlsclient .* 127\.0\.0\.1 9889/);
   assert.match(out, /--origin-to-force-quic-on=localhost:9889/);
+  // Started through npx as the README says, the reader may have no `deno`:
+  // the HTTP/3 client lines use the same npx launcher.
+  assert.match(out, /^\s*npx -y deno@\S+ run -A examples\/h3_client\.ts /m);
   // The printed curl line works as printed (the TCP fallback is on).
   const curlLine = /^\s*(curl .*)$/m.exec(out)?.[1];
   assert.ok(curlLine, `no curl line in:\n${out}`);

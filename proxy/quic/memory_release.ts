@@ -76,6 +76,9 @@ export type Step = "collect" | "settle" | "linger";
  *
  * @example
  * ```ts
+ * import { fullGc } from "./full_gc.ts";
+ * import { mallocTrim } from "./memory_release.ts";
+ *
  * const collector = new ChurnCollector({
  *   collectGarbage: fullGc(),
  *   releaseMemory: mallocTrim(),
