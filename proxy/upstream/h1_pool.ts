@@ -176,8 +176,9 @@ export class H1Pool {
   }
 
   /**
-   * Closes the idle connections; those in use close when their exchange
-   * ends (or serve the exchanges already waiting first).
+   * The address left the configuration: closes the idle connections; those
+   * in use close when their exchange ends (or serve the exchanges already
+   * waiting first).
    */
   retire(): void {
     this.#retired = true;

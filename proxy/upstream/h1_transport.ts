@@ -51,6 +51,7 @@ import { idleWatch } from "../../shared/deadline.ts";
 import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
 import { H1Exchange } from "./h1_exchange.ts";
 import { H1Pool, type H1PoolOptions } from "./h1_pool.ts";
+import { PoolRegistry } from "./pool_registry.ts";
 import {
   abortedError,
   UpstreamError,
@@ -82,7 +83,7 @@ export interface H1TransportOptions {
 
 /** The transport; see {@link createH1Transport}. */
 class H1Transport implements UpstreamTransport {
-  readonly #pools = new Map<string, H1Pool>();
+  readonly #pools: PoolRegistry<H1Pool>;
   readonly #poolOptions: H1PoolOptions;
   readonly #connectTimeoutMs: number;
   readonly #live = new Set<H1Exchange>();
@@ -97,15 +98,15 @@ class H1Transport implements UpstreamTransport {
       maxConnections,
       maxQueued: opts.maxQueuedPerAddress ?? 4096,
       idleMs: opts.idleMs ?? H1_IDLE_MS,
-      empty: (pool) => {
-        if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
-      },
+      empty: (pool) => this.#pools.forget(pool),
     };
-  }
-
-  /** Pools open now (tests). */
-  get pools(): ReadonlyMap<string, H1Pool> {
-    return this.#pools;
+    this.#pools = new PoolRegistry((key, req) => {
+      const t = req.tls;
+      const tls: BackendTls | undefined = t === undefined
+        ? undefined
+        : { caFile: t.ca, serverName: t.server_name };
+      return new H1Pool(key, req.address, tls, this.#poolOptions);
+    });
   }
 
   exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
@@ -116,7 +117,7 @@ class H1Transport implements UpstreamTransport {
       return Promise.reject(abortedError(req.signal));
     }
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
-    const x = new H1Exchange(req, this.#poolOf(req), resolve, reject, (done) => {
+    const x = new H1Exchange(req, this.#pools.of(req), resolve, reject, (done) => {
       this.#live.delete(done);
     });
     this.#live.add(x);
@@ -133,29 +134,8 @@ class H1Transport implements UpstreamTransport {
     return promise;
   }
 
-  /** The pool of a request: one per address and TLS setting. */
-  #poolOf(req: UpstreamRequest): H1Pool {
-    const t = req.tls;
-    const key = t === undefined
-      ? req.address
-      : `${req.address} tls ${t.ca ?? ""} ${t.server_name ?? ""}`;
-    let pool = this.#pools.get(key);
-    if (pool === undefined) {
-      const tls: BackendTls | undefined = t === undefined
-        ? undefined
-        : { caFile: t.ca, serverName: t.server_name };
-      pool = new H1Pool(key, req.address, tls, this.#poolOptions);
-      this.#pools.set(key, pool);
-    }
-    return pool;
-  }
-
   release(address: string): void {
-    for (const [key, pool] of [...this.#pools]) {
-      if (pool.address !== address) continue;
-      this.#pools.delete(key);
-      pool.retire();
-    }
+    this.#pools.release(address);
   }
 
   close(): Promise<void> {
@@ -163,8 +143,7 @@ class H1Transport implements UpstreamTransport {
     for (const x of [...this.#live]) {
       x.fail(new UpstreamError("aborted", "upstream transport closed"));
     }
-    for (const pool of [...this.#pools.values()]) pool.close();
-    this.#pools.clear();
+    this.#pools.closeAll();
     return Promise.resolve();
   }
 }

@@ -52,7 +52,7 @@ export interface PoolOptions {
 export class H2Pool {
   readonly sessions: H2Session<Exchange>[] = [];
   readonly queue: Exchange[] = [];
-  #released = false;
+  #retired = false;
   readonly #opts: PoolOptions;
 
   constructor(
@@ -98,8 +98,8 @@ export class H2Pool {
    * The address left the configuration: no new session; each session closes
    * once its exchanges are over (at once when it has none).
    */
-  release(): void {
-    this.#released = true;
+  retire(): void {
+    this.#retired = true;
     for (const s of [...this.sessions]) {
       s.closeWhenIdle = true;
       if (s.streams.size === 0 && s.waiting.length === 0) s.close();
@@ -134,7 +134,7 @@ export class H2Pool {
     }
     if (best !== null) return best;
     // A session still waiting for its SETTINGS takes one request (it may allow 1).
-    if (this.sessions.length < this.#opts.maxSessions && !this.#released) {
+    if (this.sessions.length < this.#opts.maxSessions && !this.#retired) {
       return this.#newSession(x.req.connectTimeoutMs ?? this.#opts.connectTimeoutMs);
     }
     return null;

@@ -60,6 +60,7 @@ import type { H2ConnectionOptions } from "../h2/mod.ts";
 import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
 import { Exchange, type ExchangeHooks } from "./h2_exchange.ts";
 import { H2Pool, type PoolOptions } from "./h2_pool.ts";
+import { PoolRegistry } from "./pool_registry.ts";
 import {
   abortedError,
   UpstreamError,
@@ -119,7 +120,7 @@ export interface H2TransportOptions {
 
 /** The transport; see {@link createH2Transport}. */
 class H2Transport implements UpstreamTransport {
-  readonly #pools = new Map<string, H2Pool>();
+  readonly #pools: PoolRegistry<H2Pool>;
   readonly #tlsFor: (address: string) => BackendTls | undefined;
   readonly #poolOptions: PoolOptions;
   readonly #hooks: ExchangeHooks;
@@ -137,10 +138,14 @@ class H2Transport implements UpstreamTransport {
       connectTimeoutMs: opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
       pingAfterMs: opts.pingAfterMs ?? PING_AFTER_MS,
       pingTimeoutMs: opts.pingTimeoutMs ?? PING_TIMEOUT_MS,
-      empty: (pool) => {
-        if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
-      },
+      empty: (pool) => this.#pools.forget(pool),
     };
+    this.#pools = new PoolRegistry((key, req) => {
+      const t = req.tls;
+      const tls = this.#tlsFor(req.address) ??
+        (t === undefined ? undefined : { caFile: t.ca, serverName: t.server_name });
+      return new H2Pool(key, req.address, tls, this.#poolOptions);
+    });
     this.#hooks = {
       requeue: (x) => this.#enqueue(x),
       unqueue: (x) => {
@@ -169,33 +174,13 @@ class H2Transport implements UpstreamTransport {
     return promise;
   }
 
-  /** The pool of a request: one per address and TLS setting. */
-  #poolOf(req: UpstreamRequest): H2Pool {
-    const t = req.tls;
-    const key = t === undefined
-      ? req.address
-      : `${req.address} tls ${t.ca ?? ""} ${t.server_name ?? ""}`;
-    let pool = this.#pools.get(key);
-    if (pool === undefined) {
-      const tls = this.#tlsFor(req.address) ??
-        (t === undefined ? undefined : { caFile: t.ca, serverName: t.server_name });
-      pool = new H2Pool(key, req.address, tls, this.#poolOptions);
-      this.#pools.set(key, pool);
-    }
-    return pool;
-  }
-
   #enqueue(x: Exchange): void {
-    const refused = this.#poolOf(x.req).admit(x);
+    const refused = this.#pools.of(x.req).admit(x);
     if (refused !== null) x.fail(refused);
   }
 
   release(address: string): void {
-    for (const [key, pool] of [...this.#pools]) {
-      if (pool.address !== address) continue;
-      this.#pools.delete(key);
-      pool.release();
-    }
+    this.#pools.release(address);
   }
 
   close(): Promise<void> {
@@ -203,8 +188,7 @@ class H2Transport implements UpstreamTransport {
     for (const x of [...this.#live]) {
       x.fail(new UpstreamError("aborted", "upstream transport closed"));
     }
-    for (const pool of [...this.#pools.values()]) pool.close();
-    this.#pools.clear();
+    this.#pools.closeAll();
     return Promise.resolve();
   }
 }
