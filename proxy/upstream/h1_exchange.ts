@@ -16,6 +16,7 @@
  * @module
  */
 
+import { concatBytes } from "../../shared/bytes.ts";
 import type { IdleWatch } from "../../shared/deadline.ts";
 import { encodeChunk, encodeLastChunk, H1ResponseParser, serializeRequestHead } from "../h1/mod.ts";
 import type { H1Event, H1ResponseHead, RequestBody } from "../h1/mod.ts";
@@ -117,7 +118,7 @@ export class H1Exchange {
       const parts = [head];
       if (body !== null && body.length > 0) parts.push(chunked ? encodeChunk(body) : body);
       if (chunked) parts.push(this.#lastChunk(plan.trailers));
-      await this.#write(conn, concat(parts));
+      await this.#write(conn, parts.length === 1 ? head : concatBytes(...parts));
     } else {
       await this.#write(conn, head);
       await this.#sendStream(conn, body, plan.framing);
@@ -444,17 +445,4 @@ function headOf(req: UpstreamRequest) {
     path: req.path,
     fields: req.headers as Array<[string, string]>,
   };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
