@@ -18,7 +18,7 @@ import { connectH3, H3TestClient } from "../support/h3_client.ts";
 import { floodInitials, spreadSources } from "../support/initial_flood.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
-import { sleep, withTimeout } from "../support/wait.ts";
+import { pollUntil, sleep, withTimeout } from "../support/wait.ts";
 
 const RATE = Number(Deno.env.get("FLOOD_RATE") ?? 200);
 const SECONDS = Number(Deno.env.get("FLOOD_SECONDS") ?? 6);
@@ -380,11 +380,12 @@ Deno.test("#35.5: after a flood of spoofed Initials, resident memory comes back 
       now - start <= 150 * MIB,
       `RSS ${mib(now)} 15 s after the flood, started at ${mib(start)} (peak ${mib(peak)})`,
     );
-    // The proxy says what it gave back.
-    assert.ok(
-      proxy.stderr.some((l) => /freed memory returned to the system/.test(l)),
-      proxy.stderr.join("\n"),
-    );
+    // The proxy says what it gave back, once the churn is over: on a busy
+    // machine the flood may grow it less, and the RSS bound holds before the
+    // release has run, so its line is awaited (bounded), not expected at once.
+    const released = () => proxy.stderr.some((l) => /freed memory returned to the system/.test(l));
+    await pollUntil(released);
+    assert.ok(released(), proxy.stderr.join("\n"));
   } finally {
     assert.equal(await proxy.stop(), 0);
     await be.close();
