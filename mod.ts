@@ -23,6 +23,32 @@
 
 export type { RequestHead } from "./proxy/http/mod.ts";
 export * from "./proxy/config/mod.ts";
+// Types the signatures of the exports below use.
+export type {
+  AttemptGate,
+  AttemptObserver,
+  AttemptResult,
+  AuthCounters,
+  AuthDecisionCount,
+  AuthMethod,
+  AuthResult,
+  BackendLoad,
+  BackendRef,
+  BackendTlsSetting,
+  LoadReader,
+  LoadTable,
+  OverloadLimit,
+  PoolAuthCounts,
+  PoolGate,
+  RequestFields,
+  RetryBudget,
+  RetryCounters,
+  RetryPlan,
+  UPSTREAM_CLOSE_REASONS,
+  UpstreamCloseReason,
+  UpstreamConnectionsView,
+  UpstreamOutcome,
+} from "./proxy/mod.ts";
 export {
   type BackendHealth,
   createProxyApp,
@@ -86,6 +112,10 @@ export {
   STATUS_CLASSES,
   type StatusClass,
   type TcpListenerView,
+  WEBSOCKET_OUTCOMES,
+  WebSocketCounters,
+  type WebSocketOutcome,
+  type WebSocketPoolView,
 } from "./proxy/metrics/mod.ts";
 export * as payments from "./payments/mod.ts";
 export { type LoggingOptions, setupLogging, teardownLogging } from "./shared/logging.ts";

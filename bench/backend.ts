@@ -10,6 +10,7 @@
  * - `GET /` : a fixed 100-byte text body.
  * - `GET /bytes/<n>` : `n` bytes, streamed in 64 KiB chunks (never one buffer).
  * - `POST /sink` : reads the request body as a stream, answers its byte count.
+ * - `GET /ws` with `Upgrade: websocket` (HTTP/1.1): a WebSocket echoing every message.
  *
  * @module
  */
@@ -45,6 +46,11 @@ export function byteStream(n: number): ReadableStream<Uint8Array> {
 /** The request handler (exported for a smoke test). */
 export async function handle(req: Request): Promise<Response> {
   const url = new URL(req.url);
+  if (url.pathname === "/ws" && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    socket.onmessage = (e) => socket.send(e.data);
+    return response;
+  }
   if (url.pathname === "/sink") {
     let total = 0;
     if (req.body) {

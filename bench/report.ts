@@ -6,6 +6,7 @@
  */
 
 import type { BenchResults, LatencyResult, LoadRow } from "./results.ts";
+import { websocketSection, websocketSummary } from "./websocket.ts";
 
 const fmt = (x: number, digits = 0) => Number.isFinite(x) ? x.toFixed(digits) : "n/a";
 const mib = (kib: number) => fmt(kib / 1024, 1);
@@ -27,6 +28,16 @@ export interface RatioRow {
   cpuVsCaddy: string;
 }
 
+/**
+ * The Caddy a spooky variant is compared with: the one speaking the same
+ * protocol to the backend (`spooky-h1` → `caddy-h1`) when the run has it,
+ * else `caddy`.
+ */
+export function caddyPeer(server: string, servers: readonly string[]): string {
+  const peer = server.replace(/^spooky/, "caddy");
+  return peer !== server && servers.includes(peer) ? peer : "caddy";
+}
+
 /** spooky/floor and spooky/Caddy for req/s and CPU µs/req, per spooky variant and level. */
 export function ratioRows(r: BenchResults): RatioRow[] {
   const at = (server: string, conns: number): LoadRow | undefined =>
@@ -34,7 +45,7 @@ export function ratioRows(r: BenchResults): RatioRow[] {
   const rows: RatioRow[] = [];
   for (const x of r.load.filter((x) => x.kind === "spooky")) {
     const floor = at("floor", x.conns);
-    const caddy = at("caddy", x.conns);
+    const caddy = at(caddyPeer(x.server, r.servers), x.conns);
     rows.push({
       server: x.server,
       conns: x.conns,
@@ -52,11 +63,12 @@ export function latencyRatios(
   r: BenchResults,
 ): Array<{ server: string; p99VsCaddy: string; openLoopP99VsCaddy: string }> {
   const bg = r.settings.bgRate;
-  const caddy = r.latency.find((x) => x.server === "caddy" && x.bgRate === bg);
+  const caddyOf = (server: string) =>
+    r.latency.find((x) => x.server === caddyPeer(server, r.servers) && x.bgRate === bg);
   return r.latency.filter((x) => x.kind === "spooky" && x.bgRate === bg).map((x) => ({
     server: x.server,
-    p99VsCaddy: ratio(x.p99, caddy?.p99),
-    openLoopP99VsCaddy: ratio(x.bgP99, caddy?.bgP99),
+    p99VsCaddy: ratio(x.p99, caddyOf(x.server)?.p99),
+    openLoopP99VsCaddy: ratio(x.bgP99, caddyOf(x.server)?.bgP99),
   }));
 }
 
@@ -85,6 +97,7 @@ export function summaryLines(r: BenchResults): string[] {
         `${x.p99VsCaddy}, open-loop ${x.openLoopP99VsCaddy}`,
     );
   }
+  L.push(...websocketSummary(r.websocket));
   return L;
 }
 
@@ -152,7 +165,9 @@ export function renderMarkdown(r: BenchResults): string {
       "(**floor-worker**: the same with `fetch` on one Worker; **floor-h2**: the same with " +
       "Deno's `node:http2` client in place of `fetch`); **spooky** (`proxy/main.ts`, " +
       "log level info); and **Caddy** " +
-      "(`reverse_proxy h2c://`, the same certificate, HTTP/3). The machine is shared: every " +
+      "(`reverse_proxy h2c://`, the same certificate, HTTP/3). **spooky-h1** and **caddy-h1** " +
+      "are the same two speaking HTTP/1.1 to the same backend (`protocol: http1`; " +
+      "`reverse_proxy http://`), and are compared with each other. The machine is shared: every " +
       "measurement runs in rounds that alternate between the servers (the order rotates by " +
       "one each round) and medians are reported. Before the load phase each server serves " +
       "24,000 requests that are not measured: V8 compiles spooky's hot path over its first " +
@@ -166,7 +181,8 @@ export function renderMarkdown(r: BenchResults): string {
   L.push(
     "What spooky spends above the floor is ours, not the runtime's. Ratios of medians " +
       "(issue #14's targets: CPU ≤ 1.15x the floor's at every level; req/s ≥ 1.0x Caddy's at 4 " +
-      "and 16 connections; p99 at a fixed 200 req/s ≤ 1.5x Caddy's). What each per-request " +
+      "and 16 connections; p99 at a fixed 200 req/s ≤ 1.5x Caddy's; issue #29's for spooky-h1 " +
+      "against caddy-h1: req/s ≥ 1.0x, CPU ≤ 1.0x at every level). What each per-request " +
       "cut bought, and where the remaining CPU goes by thread and by profile: " +
       "[hot-path.md](hot-path.md).",
   );
@@ -296,6 +312,7 @@ export function renderMarkdown(r: BenchResults): string {
       );
     }
   }
+  L.push(...websocketSection(r.websocket));
   L.push("");
   L.push("## Notes on method");
   L.push("");
@@ -311,8 +328,9 @@ export function renderMarkdown(r: BenchResults): string {
       "a 1 GiB upload slower than ~290 Mbit/s with 503).",
   );
   L.push(
-    "- Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` picks the servers; " +
-      "`--no-memory` skips streaming and idle connections; `--quick` is a smoke run.",
+    "- Options: `--servers floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1` picks " +
+      "the servers; `--no-memory` skips streaming and idle connections; `--only streams` runs " +
+      "the large transfers alone (printed, no report written); `--quick` is a smoke run.",
   );
   L.push(
     "- Profile the proxy under the same load with `deno task bench --profile` " +

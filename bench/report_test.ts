@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cpuPerRequest } from "./load.ts";
-import { ratioRows, renderMarkdown } from "./report.ts";
+import { caddyPeer, ratioRows, renderMarkdown } from "./report.ts";
 import type { BenchResults, LoadRow } from "./results.ts";
 import { serverSpecs } from "./servers.ts";
 
@@ -76,6 +76,26 @@ Deno.test("ratioRows: every spooky variant over the floor and Caddy at the same 
   assert.match(md, /\| spooky-w0 \| 4 \| 0\.50x \| 1\.25x \| 0\.50x \| 1\.50x \|/);
 });
 
+Deno.test("ratioRows: the HTTP/1.1 spooky row is compared with the HTTP/1.1 Caddy row", () => {
+  const rows = ratioRows({
+    ...results,
+    servers: ["floor", "spooky", "caddy", "spooky-h1", "caddy-h1"],
+    load: [
+      row("floor", "floor", 4, 6000, 120),
+      row("spooky", "spooky", 4, 4500, 240),
+      row("caddy", "caddy", 4, 6000, 100),
+      row("spooky-h1", "spooky", 4, 5000, 200),
+      row("caddy-h1", "caddy", 4, 4000, 250),
+    ],
+  });
+  assert.deepEqual(rows.map((x) => [x.server, x.rpsVsCaddy, x.cpuVsCaddy]), [
+    ["spooky", "0.75x", "2.40x"],
+    ["spooky-h1", "1.25x", "0.80x"],
+  ]);
+  assert.equal(caddyPeer("spooky-h1", ["spooky-h1", "caddy"]), "caddy", "no caddy-h1: caddy");
+  assert.equal(caddyPeer("spooky-w0", ["spooky-w0", "caddy-w0"]), "caddy-w0");
+});
+
 Deno.test("ratioRows: n/a without a floor or Caddy", () => {
   const rows = ratioRows({ ...results, load: results.load.filter((x) => x.kind === "spooky") });
   assert.equal(rows[0].cpuVsFloor, "n/a");
@@ -100,13 +120,18 @@ Deno.test("cpuPerRequest: ticks to µs/req by thread group, exited threads from 
 });
 
 Deno.test("serverSpecs: one server per name, in order; unknown names fail", () => {
-  assert.deepEqual(serverSpecs(["floor", "floor-worker", "floor-h2", "spooky", "caddy"]), [
-    { name: "floor", kind: "floor" },
-    { name: "floor-worker", kind: "floor", worker: true },
-    { name: "floor-h2", kind: "floor", nodeHttp2: true },
-    { name: "spooky", kind: "spooky" },
-    { name: "caddy", kind: "caddy" },
-  ]);
+  assert.deepEqual(
+    serverSpecs(["floor", "floor-worker", "floor-h2", "spooky", "caddy", "spooky-h1", "caddy-h1"]),
+    [
+      { name: "floor", kind: "floor" },
+      { name: "floor-worker", kind: "floor", worker: true },
+      { name: "floor-h2", kind: "floor", nodeHttp2: true },
+      { name: "spooky", kind: "spooky" },
+      { name: "caddy", kind: "caddy" },
+      { name: "spooky-h1", kind: "spooky", upstream: "http1" },
+      { name: "caddy-h1", kind: "caddy", upstream: "http1" },
+    ],
+  );
   assert.throws(() => serverSpecs(["nginx"]), /unknown server/);
   assert.throws(() => serverSpecs(["spooky-node"]), /unknown server/);
 });

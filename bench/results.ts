@@ -79,6 +79,21 @@ export interface IdleResult {
   rssAfterCloseKiB: number;
 }
 
+/** WebSocket echo round trips through one server over one transport (ms), medians over rounds. */
+export interface WebSocketResult {
+  /** "spooky" or "caddy" */
+  server: string;
+  /** `h3`: RFC 9220 over HTTP/3; `tcp`: HTTP/1.1 `Upgrade` over TLS (spooky's TCP fallback) */
+  transport: "h3" | "tcp";
+  rounds: number;
+  /** round trips measured, all rounds */
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+}
+
 /** Everything one run measured. */
 export interface BenchResults {
   quick: boolean;
@@ -107,4 +122,6 @@ export interface BenchResults {
   latency: LatencyResult[];
   streams: StreamResult[];
   idle: IdleResult[];
+  /** The WebSocket echo row (absent in runs before it, or with `--no-websocket`). */
+  websocket?: WebSocketResult[];
 }

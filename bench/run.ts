@@ -1,16 +1,20 @@
 /**
- * The benchmark of issues #8 and #14: spooky against the runtime's floor
- * (`bench/floor.ts`) and Caddy, as HTTP/3 → HTTP/2 reverse proxies in front
- * of the same neutral h2c backend, in one run.
+ * The benchmark of issues #8, #14 and #29: spooky against the runtime's
+ * floor (`bench/floor.ts`) and Caddy, as HTTP/3 → HTTP/2 reverse proxies in
+ * front of the same neutral backend (h2c), and spooky against Caddy as
+ * HTTP/3 → HTTP/1.1 reverse proxies in front of it (`spooky-h1`,
+ * `caddy-h1`), in one run.
  *
  *     deno task bench              # full run, writes docs/benchmarks.{md,svg,json}
  *     deno task bench --quick      # smoke run: 1 round, few requests, small transfers
  *     deno task bench --profile    # CPU profile of the proxy under h3load, summarised
  *                                  # (--profile-conns N: at N connections, default 4)
  *
- * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy` (the default; order of
- * the rounds), `--no-memory` (skip streaming and idle connections), `--no-caddy`,
- * `--rounds N`, `--out-dir DIR`, `--keep-tmp`.
+ * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1` (the
+ * default; order of the rounds), `--no-memory` (skip streaming and idle connections),
+ * `--only streams` (the large download and upload alone, printed; no report written),
+ * `--no-caddy`, `--no-websocket` (skip the WebSocket echo row), `--rounds N`,
+ * `--out-dir DIR`, `--keep-tmp`.
  *
  * Phases, each in its own file:
  *
@@ -22,8 +26,13 @@
  *    alternating between the servers; median req/s and server CPU µs/req,
  *    split by thread; latency with no load and at a fixed 200 req/s.
  * 3. memory (`memory.ts`, spooky and Caddy): a large download and upload
- *    (throughput, peak RSS growth) and idle connections (RSS per connection).
- * 4. report (`report.ts`, `chart.ts`): Markdown, SVG, JSON, and the ratios
+ *    (throughput, peak RSS growth) and idle connections (RSS per connection;
+ *    not for the HTTP/1.1 variants: an idle QUIC connection never reaches
+ *    the backend).
+ * 4. WebSockets (`websocket.ts`): 1,000 echo round trips on one WebSocket,
+ *    spooky over HTTP/3 (RFC 9220) and over its TCP fallback, Caddy over
+ *    TLS; p50 and p99.
+ * 5. report (`report.ts`, `chart.ts`): Markdown, SVG, JSON, and the ratios
  *    spooky/floor and spooky/Caddy printed at the end.
  *
  * Needs `gtlsclient` (Debian `ngtcp2-client`); Caddy (Debian `caddy`) is
@@ -40,7 +49,8 @@ import { renderChart } from "./chart.ts";
 import { formatThreads, h3load, latencyTest, type LoadSettings, loadTest } from "./load.ts";
 import { idleTest, streamTest } from "./memory.ts";
 import { renderMarkdown, summaryLines } from "./report.ts";
-import type { BenchResults, IdleResult, StreamResult } from "./results.ts";
+import type { BenchResults, IdleResult, StreamResult, WebSocketResult } from "./results.ts";
+import { websocketTest } from "./websocket.ts";
 import {
   type Env,
   has,
@@ -130,14 +140,17 @@ function idleRowLimits(count: number): string[] {
   ];
 }
 
+/** Starts the given kinds of server (spooky with more `limits` lines); `upstream` filters by backend protocol. */
+type StartAll = (spookyLimits?: string[], upstream?: "h2") => Promise<Server[]>;
+
 /** The memory phase on fresh processes (no heap left over from the load). */
 async function memoryPhase(
   env: Env,
   st: Settings,
-  startAll: (spookyLimits?: string[]) => Promise<Server[]>,
+  startAll: StartAll,
   stopAll: (list: Server[]) => Promise<void>,
 ): Promise<{ idle: IdleResult[]; streams: StreamResult[] }> {
-  let servers = await startAll(idleRowLimits(st.idleConns));
+  const servers = await startAll(idleRowLimits(st.idleConns), "h2");
   for (const s of servers) await h3load(s, 1, 10); // warm the upstream pool
   console.log("idle connections:");
   const idle: IdleResult[] = [];
@@ -147,8 +160,17 @@ async function memoryPhase(
     idle.push(r);
   }
   await stopAll(servers);
+  return { idle, streams: await streamPhase(env, st, startAll, stopAll) };
+}
 
-  servers = await startAll();
+/** The large download and upload through each server, on fresh processes. */
+async function streamPhase(
+  env: Env,
+  st: Settings,
+  startAll: StartAll,
+  stopAll: (list: Server[]) => Promise<void>,
+): Promise<StreamResult[]> {
+  const servers = await startAll();
   const uploadFile = `${env.tmp}/upload.bin`;
   await run("truncate", ["-s", String(st.streamBytes), uploadFile]);
   console.log("streaming:");
@@ -167,7 +189,7 @@ async function memoryPhase(
   }
   await Deno.remove(uploadFile);
   await stopAll(servers);
-  return { idle, streams };
+  return streams;
 }
 
 async function writeReport(results: BenchResults, outDir: string): Promise<void> {
@@ -191,27 +213,37 @@ async function main(): Promise<number> {
       quick: { type: "boolean", default: false },
       profile: { type: "boolean", default: false },
       "profile-conns": { type: "string", default: "4" },
-      servers: { type: "string", default: "floor,floor-worker,floor-h2,spooky,caddy" },
+      servers: {
+        type: "string",
+        default: "floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1",
+      },
+      only: { type: "string" },
       rounds: { type: "string" },
       "no-caddy": { type: "boolean", default: false },
       "no-memory": { type: "boolean", default: false },
+      "no-websocket": { type: "boolean", default: false },
       "out-dir": { type: "string", default: `${ROOT}docs` },
       "keep-tmp": { type: "boolean", default: false },
     },
   });
   const quick = values.quick!;
+  if (values.only !== undefined && values.only !== "streams") {
+    console.error(`--only takes "streams", got ${values.only}`);
+    return 2;
+  }
   if (!(await has("gtlsclient"))) {
     console.error("gtlsclient is missing: apt-get install -y ngtcp2-client");
     return 2;
   }
   let names = values.servers!.split(",").map((s) => s.trim()).filter(Boolean);
-  if (values["no-caddy"]) names = names.filter((n) => n !== "caddy");
-  if (names.includes("caddy") && !(await has("caddy"))) {
+  const isCaddy = (n: string) => n === "caddy" || n === "caddy-h1";
+  if (values["no-caddy"]) names = names.filter((n) => !isCaddy(n));
+  if (names.some(isCaddy) && !(await has("caddy"))) {
     console.error(
       "caddy is missing, so the Caddy comparison is skipped. Install it with:\n" +
         "  apt-get update && apt-get install -y caddy   # Debian 12: Caddy 2.6",
     );
-    names = names.filter((n) => n !== "caddy");
+    names = names.filter((n) => !isCaddy(n));
   }
   const specs = serverSpecs(names);
   const rounds = Number(values.rounds ?? (quick ? 1 : 3));
@@ -244,9 +276,15 @@ async function main(): Promise<number> {
       await profileMode(env, st, specs.find((x) => x.kind === "spooky"), conns);
       return 0;
     }
-    const startAll = async (kinds: string[], spookyLimits: string[] = []): Promise<Server[]> => {
+    const startAll = async (
+      kinds: string[],
+      spookyLimits: string[] = [],
+      upstream?: "h2",
+    ): Promise<Server[]> => {
       const list: Server[] = [];
-      for (const spec of specs.filter((s) => kinds.includes(s.kind))) {
+      const wanted = (s: ServerSpec) =>
+        kinds.includes(s.kind) && (upstream === undefined || (s.upstream ?? "h2") === upstream);
+      for (const spec of specs.filter(wanted)) {
         const limits = spec.kind === "spooky" ? [...(spec.limits ?? []), ...spookyLimits] : [];
         const s = await startServer(env, limits.length > 0 ? { ...spec, limits } : spec);
         list.push(s);
@@ -257,7 +295,14 @@ async function main(): Promise<number> {
     const stopAll = async (list: Server[]) => {
       for (const s of list) await stop(s);
     };
-    const m = await machine(names.includes("caddy"));
+    const startProxies: StartAll = (lifted, upstream) =>
+      startAll(["spooky", "caddy"], lifted, upstream);
+    if (values.only === "streams") {
+      console.log(`servers: ${specs.map((s) => s.name).join(", ")}`);
+      await streamPhase(env, st, startProxies, stopAll);
+      return 0;
+    }
+    const m = await machine(names.some(isCaddy));
     console.log(`machine: ${m.nproc} CPUs (${m.cpu}), ${m.memGiB} GiB, load ${m.loadAvg}`);
     console.log(`servers: ${specs.map((s) => s.name).join(", ")}; ${rounds} round(s)`);
 
@@ -271,7 +316,17 @@ async function main(): Promise<number> {
 
     const mem = values["no-memory"]
       ? { idle: [], streams: [] }
-      : await memoryPhase(env, st, (lifted) => startAll(["spooky", "caddy"], lifted), stopAll);
+      : await memoryPhase(env, st, startProxies, stopAll);
+
+    // WebSocket echo round trips: spooky over HTTP/3 and its TCP fallback, Caddy over TCP.
+    let websocket: WebSocketResult[] = [];
+    if (!values["no-websocket"] && names.includes("spooky")) {
+      console.log("websocket echo:");
+      websocket = await websocketTest(env, {
+        rounds: st.rounds,
+        roundTrips: quick ? 100 : 1000,
+      }, names.some(isCaddy));
+    }
 
     const results: BenchResults = {
       quick,
@@ -288,6 +343,7 @@ async function main(): Promise<number> {
       load,
       latency,
       ...mem,
+      websocket,
     };
     await writeReport(results, st.outDir);
     console.log("");

@@ -2,7 +2,10 @@
  * The processes of `bench/run.ts`: starting and stopping them, and the servers
  * measured. Each is its own process: the neutral backend (`bench/backend.ts`),
  * the floor (`bench/floor.ts`, with or without its fetch Worker), spooky
- * (`proxy/main.ts -c <generated yaml>`) and Caddy.
+ * (`proxy/main.ts -c <generated yaml>`) and Caddy. spooky and Caddy each
+ * run twice: speaking HTTP/2 (h2c) to the backend, and (`spooky-h1`,
+ * `caddy-h1`) HTTP/1.1 to the same backend (`Deno.serve` answers both on one
+ * port).
  *
  * @module
  */
@@ -33,6 +36,9 @@ export interface Env {
 /** The kinds of server compared; ratios are spooky's over the floor's and Caddy's. */
 export type ServerKind = "floor" | "spooky" | "caddy";
 
+/** What a proxy speaks to the backend: HTTP/2 with prior knowledge (h2c) or HTTP/1.1. */
+export type UpstreamProtocol = "h2" | "http1";
+
 /** What to start: `name` labels its rows in the report ("floor-worker", "floor-h2", ...). */
 export interface ServerSpec {
   name: string;
@@ -43,6 +49,10 @@ export interface ServerSpec {
   nodeHttp2?: boolean;
   /** spooky: more `limits` keys, as `key: value` lines */
   limits?: string[];
+  /** spooky and Caddy: the protocol to the backend (absent: h2c) */
+  upstream?: UpstreamProtocol;
+  /** spooky: also the TCP fallback (`listen.tcp_fallback`), for the WebSocket row */
+  tcpFallback?: boolean;
 }
 
 /** A running server. */
@@ -181,7 +191,7 @@ export async function startSpooky(
 listen:
   protocol: http3
   address: 127.0.0.1
-  port: 0
+  port: 0${spec.tcpFallback ? "\n  tcp_fallback: true" : ""}
   tls:
     cert: ${env.certs.certPath}
     key: ${env.certs.keyPath}
@@ -193,7 +203,9 @@ upstream:
     request_timeout_ms: 600000
     backends:
       - id: backend-1
-        address: 127.0.0.1:${env.backendPort}
+        address: 127.0.0.1:${env.backendPort}${
+      spec.upstream === "http1" ? "\n        protocol: http1" : ""
+    }
 log:
   level: info
 ${limits}`,
@@ -230,17 +242,19 @@ export async function startFloor(env: Env, spec: ServerSpec): Promise<Server> {
   return { ...p, port: Number(p.ready), spec };
 }
 
-/** Starts Caddy as an HTTP/3 reverse proxy to the backend (h2c). */
+/** Starts Caddy as an HTTP/3 reverse proxy to the backend (h2c, or HTTP/1.1 for `upstream: http1`). */
 export async function startCaddy(env: Env, spec: ServerSpec): Promise<Server> {
   const port = freePort();
-  const file = `${env.tmp}/Caddyfile`;
+  const file = `${env.tmp}/${spec.name}.Caddyfile`;
+  // `http://` upstreams get HTTP/1.1 from Caddy's reverse_proxy, `h2c://` HTTP/2.
+  const scheme = spec.upstream === "http1" ? "http" : "h2c";
   await Deno.writeTextFile(
     file,
     `{
 	admin off
 	auto_https off
 	skip_install_trust
-	storage file_system ${env.tmp}/caddy-data
+	storage file_system ${env.tmp}/${spec.name}-data
 	servers {
 		protocols h1 h2 h3
 	}
@@ -248,7 +262,7 @@ export async function startCaddy(env: Env, spec: ServerSpec): Promise<Server> {
 https://localhost:${port} {
 	bind 127.0.0.1
 	tls ${env.certs.certPath} ${env.certs.keyPath}
-	reverse_proxy h2c://127.0.0.1:${env.backendPort}
+	reverse_proxy ${scheme}://127.0.0.1:${env.backendPort}
 }
 `,
   );
@@ -274,7 +288,10 @@ export function startServer(env: Env, spec: ServerSpec): Promise<Server> {
   }
 }
 
-/** The servers of a run, from `--servers` (names: floor, floor-worker, floor-h2, spooky, caddy). */
+/**
+ * The servers of a run, from `--servers` (names: floor, floor-worker,
+ * floor-h2, spooky, caddy, spooky-h1, caddy-h1).
+ */
 export function serverSpecs(names: string[]): ServerSpec[] {
   return names.map((name): ServerSpec => {
     switch (name) {
@@ -288,8 +305,14 @@ export function serverSpecs(names: string[]): ServerSpec[] {
         return { name, kind: "spooky" };
       case "caddy":
         return { name, kind: "caddy" };
+      case "spooky-h1":
+        return { name, kind: "spooky", upstream: "http1" };
+      case "caddy-h1":
+        return { name, kind: "caddy", upstream: "http1" };
       default:
-        throw new Error(`unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy)`);
+        throw new Error(
+          `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy, spooky-h1, caddy-h1)`,
+        );
     }
   });
 }

@@ -33,6 +33,9 @@ import {
   StreamType,
 } from "../proxy/h3/mod.ts";
 import { decodeSettings } from "../proxy/h3/settings.ts";
+import { type H3Tunnel, openTunnel, type TunnelRequest } from "./h3_tunnel.ts";
+
+export type { H3Tunnel, TunnelRequest } from "./h3_tunnel.ts";
 
 /** A decoded response. */
 export interface H3Response {
@@ -228,6 +231,43 @@ export class H3TestClient {
       finished = false;
     }
     return { status, headers, body: concatBytes(...body), trailers, finished };
+  }
+
+  /**
+   * Opens an extended CONNECT tunnel (RFC 9220) on a new request stream and
+   * resolves with the answer once its head has arrived (a 2xx: the tunnel
+   * is open). Throws before sending anything when the server's SETTINGS do
+   * not enable extended CONNECT (RFC 9220 §3: a client must not send one).
+   */
+  async connectTunnel(req: TunnelRequest): Promise<H3Tunnel> {
+    const settings = await this.serverSettings;
+    if (settings.get(SettingId.ENABLE_CONNECT_PROTOCOL) !== 1) {
+      throw new Error(
+        "the server does not accept extended CONNECT (no SETTINGS_ENABLE_CONNECT_PROTOCOL, RFC 9220 §3)",
+      );
+    }
+    const stream = await this.conn.createBidirectionalStream();
+    return await openTunnel(
+      stream,
+      req,
+      (fields) => this.encodeFields(fields),
+      (payload) => this.#decoder.decodeSection(0, payload) as Array<[string, string]>,
+    );
+  }
+
+  /**
+   * Opens a WebSocket over HTTP/3 (RFC 9220: an extended CONNECT with
+   * `:protocol websocket` and `sec-websocket-version: 13`); the tunnel then
+   * carries RFC 6455 frames, which the caller writes and reads.
+   */
+  connectWebSocket(
+    req: Omit<TunnelRequest, "protocol">,
+  ): Promise<H3Tunnel> {
+    return this.connectTunnel({
+      ...req,
+      protocol: "websocket",
+      headers: [["sec-websocket-version", "13"], ...(req.headers ?? [])],
+    });
   }
 
   /** Closes the connection and waits for background readers. */

@@ -14,8 +14,8 @@ import { type AccessLog, createAccessLog } from "./access_log.ts";
 import type { RequestSink } from "./request_log.ts";
 
 /**
- * Whether the log file and the access-log file of `config` can be opened
- * for append (created, 0600, if missing, as startup would), and whether
+ * Whether the log file, the access-log file and the admin audit log of
+ * `config` can be opened for append (created, 0600, if missing, as startup would), and whether
  * `RUST_LOG` parses: one line per problem, naming its key.
  */
 export function checkLogFiles(config: Config): string[] {
@@ -25,6 +25,9 @@ export function checkLogFiles(config: Config): string[] {
   }
   if (config.log.access.enabled && config.log.access.file !== undefined) {
     files.push(["log.access.file", config.log.access.file]);
+  }
+  if (config.admin?.audit_log !== undefined) {
+    files.push(["admin.audit_log", config.admin.audit_log]);
   }
   const problems: string[] = [];
   for (const [key, path] of files) {

@@ -16,7 +16,12 @@ import { settledWithin } from "../shared/deadline.ts";
 import type { ConnectionServer, TlsConnectionServer } from "../shared/serve_connections.ts";
 import { type Config, isLoopbackAddress } from "./config/schema.ts";
 import type { AdminDeps } from "./admin/admin.ts";
+import { adminAccessFollowing } from "./admin/access.ts";
+import { AuditLog } from "./admin/audit.ts";
+import { type ConfigSecrets, NO_SECRETS } from "./config/secrets.ts";
+import { ProxyLifecycle, readiness } from "./admin/ready.ts";
 import {
+  type BackendNameWarning,
   formatProblem,
   loadConfig,
   type LoadResult,
@@ -37,6 +42,7 @@ import { ProcessSignals } from "./signals.ts";
 import { checkLogFiles, openAccessLog } from "./log_config.ts";
 import { H3Server, type H3ServerOptions } from "./server/server.ts";
 import { tcpFallbackHandler } from "./server/tcp_fallback.ts";
+import { tcpWebSocketTakeOver } from "./server/tcp_websocket.ts";
 import {
   fallbackMaxConnections,
   ListenerStartError,
@@ -46,6 +52,9 @@ import {
   startTcpFallback,
 } from "./server/tcp_listeners.ts";
 import { createDispatchTransport } from "./upstream/dispatch_transport.ts";
+import { BackendResolver } from "./dns/backend_resolver.ts";
+import { systemDnsLookup } from "./dns/lookup.ts";
+import { ResolvingTransport } from "./dns/resolving_transport.ts";
 import { createRequestSink, type RequestSink } from "./request_log.ts";
 
 const HELP = `${PRODUCT} ${VERSION}: HTTP/3 edge proxy forwarding to HTTP/2 backends
@@ -150,11 +159,29 @@ async function main(args: string[]): Promise<number> {
     console.error(`Error: the option -c/--config <path> is required\n\n${HELP}`);
     return 1;
   }
-  const loaded = await loadValid(cli.config, cli.check);
+  // Backends configured by name are looked up while the file is validated:
+  // a name that does not resolve is a warning, and its first answer is kept.
+  const resolver = new BackendResolver({ lookup: systemDnsLookup() });
+  const loaded = await loadValid(cli.config, cli.check, resolver);
+  if (loaded === undefined || cli.check) resolver.stop();
   if (loaded === undefined) return 1;
   if (cli.check) return checkOnly(loaded.config, cli.config);
   console.log("Configuration validation successful");
-  return await start(loaded.config, cli.config, loaded.pem!);
+  return await start(loaded.config, cli.config, loaded.pem!, resolver, loaded.secrets);
+}
+
+/** The names of `config` looked up by `resolver`; each that does not resolve, a warning per backend. */
+async function backendNameWarnings(
+  resolver: BackendResolver,
+  config: Config,
+): Promise<BackendNameWarning[]> {
+  const failures = await resolver.update(config);
+  return failures.flatMap((f) =>
+    f.paths.map((path) => ({
+      path,
+      message: `${f.message} (looked up again every dns_refresh_ms; the proxy starts anyway)`,
+    }))
+  );
 }
 
 /**
@@ -164,8 +191,12 @@ async function main(args: string[]): Promise<number> {
 async function loadValid(
   path: string,
   check: boolean,
+  resolver: BackendResolver,
 ): Promise<Extract<LoadResult, { ok: true }> | undefined> {
-  const loaded = await loadConfig(path, { checkTlsPair });
+  const loaded = await loadConfig(path, {
+    checkTlsPair,
+    checkBackendNames: (config) => backendNameWarnings(resolver, config),
+  });
   if (!loaded.ok) {
     if (loaded.kind === "load") {
       console.error(`Error loading config: ${loaded.message}`);
@@ -194,7 +225,13 @@ function checkOnly(config: Config, path: string): number {
 }
 
 /** Sets logging up and runs the proxy until it has drained; 1 when it cannot start. */
-async function start(config: Config, configPath: string, pem: TlsPem): Promise<number> {
+async function start(
+  config: Config,
+  configPath: string,
+  pem: TlsPem,
+  resolver: BackendResolver,
+  secrets: ConfigSecrets = NO_SECRETS,
+): Promise<number> {
   try {
     await setupLogging({
       service: PRODUCT,
@@ -208,7 +245,7 @@ async function start(config: Config, configPath: string, pem: TlsPem): Promise<n
   }
   console.log(`${PRODUCT[0].toUpperCase()}${PRODUCT.slice(1)} is starting`);
   try {
-    return await run(config, configPath, pem);
+    return await run(config, configPath, pem, resolver, secrets);
   } catch (err) {
     // A listener that cannot start is one line naming it, its address and keys.
     if (!(err instanceof ListenerStartError)) {
@@ -228,9 +265,17 @@ interface Running {
   http3: Http3Listener;
   fallback?: TlsConnectionServer;
   admin?: ConnectionServer;
+  /** Listening, draining: what `/ready` reads. */
+  lifecycle: ProxyLifecycle;
 }
 
-async function run(config: Config, configPath: string, pem: TlsPem): Promise<number> {
+async function run(
+  config: Config,
+  configPath: string,
+  pem: TlsPem,
+  resolver: BackendResolver,
+  secrets: ConfigSecrets,
+): Promise<number> {
   // The loader read and checked these (regular files only, bounded, as a
   // pair the listener accepts) from paths resolved against the config's folder.
   getLogger(["proxy"]).info("certificate loaded from {path}", { path: config.listen.tls.cert });
@@ -238,9 +283,12 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   const probeClient = Deno.createHttpClient({ http1: false, http2: true, allowHost: true });
   const runtime = new ProxyRuntime(config, {
     userAgent: USER_AGENT,
-    transport: createDispatchTransport(),
+    // Backends configured by name go to the addresses `resolver` keeps.
+    transport: new ResolvingTransport(createDispatchTransport(), resolver),
     probeFetch: (url, init) => fetch(url, { ...init, client: init.client ?? probeClient }),
-  });
+    resolver,
+  }, secrets);
+  const lifecycle = new ProxyLifecycle();
   // Every finished request, on every listener, is counted and logged here once.
   const sink = createRequestSink(runtime.metrics, openAccessLog(config));
   runtime.start();
@@ -267,6 +315,15 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
       drain: () => signals.requestStop("admin drain"),
       version: VERSION,
       token: config.admin.token,
+      // Tokens, roles and `allow` as the configuration served now says (reloads apply).
+      access: adminAccessFollowing(() => ({
+        admin: runtime.config.admin,
+        tokens: runtime.secrets.adminTokens,
+      })),
+      audit: config.admin.audit_log === undefined
+        ? undefined
+        : AuditLog.open(config.admin.audit_log),
+      readiness: () => readiness(runtime, lifecycle),
     }, runtime.metrics)
     : undefined;
 
@@ -274,9 +331,10 @@ async function run(config: Config, configPath: string, pem: TlsPem): Promise<num
   // the proxy is up: a SIGTERM right after it drains rather than kills.
   signals.listen();
   console.log(`Listening on ${config.listen.address}:${http3.port}`);
+  lifecycle.markListening();
   const reason = await signals.stopRequested;
   signals.stopReloading();
-  await drain({ runtime, sink, probeClient, http3, fallback, admin }, reason);
+  await drain({ runtime, sink, probeClient, http3, fallback, admin, lifecycle }, reason);
   signals.close();
   return 0;
 }
@@ -411,6 +469,8 @@ function startFallback(
       maxBackendStreamsPerConnection: l.max_backend_streams_per_connection,
       writeStallMs: l.request_idle_timeout_ms,
     }),
+    // WebSockets over HTTP/1.1: the runtime's server cannot carry the upgrade.
+    takeOver: tcpWebSocketTakeOver(runtime.handler, port, { done: sink.finished }),
     limits: {
       maxConnections: l.tcp_max_connections === "auto"
         ? fallbackMaxConnections(readProcessLimits(), config.admin?.max_connections ?? 0)
@@ -457,6 +517,8 @@ async function startAdmin(
 async function drain(running: Running, reason: string): Promise<void> {
   const log = getLogger(["proxy"]);
   const { runtime, http3, fallback, admin } = running;
+  // `/ready` answers 503 from here on, while connections are still served.
+  running.lifecycle.markDraining();
   log.info("Draining connections ({reason})", { reason });
   const drainMs = runtime.config.limits.drain_timeout_ms;
   const drains: Promise<unknown>[] = [http3.server.shutdown(drainMs)];

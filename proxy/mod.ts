@@ -28,7 +28,48 @@ export { type BackendHealth, createProxyApp, PoolState, type ProxyAppDeps } from
 export { type BackendInfo, ProxyRuntime, type RuntimeOptions } from "./runtime.ts";
 // Types of the packages below that the signatures above use.
 export type * from "./config/types.ts";
+export type {
+  AdminToken,
+  ApiKeySet,
+  ClientCertificate,
+  ConfigSecrets,
+  JwtChecks,
+  JwtClaims,
+  JwtKeys,
+} from "./config/mod.ts";
+export type { BackendTlsSetting } from "./upstream/mod.ts";
+export type {
+  AuthCounters,
+  AuthDecisionCount,
+  AuthMethod,
+  AuthResult,
+  PoolAuthCounts,
+} from "./auth/mod.ts";
 export type { PassiveFailureKind, ProbeFetch, ProbeInit } from "./health/mod.ts";
+export type { AttemptGate, OverloadLimit, PoolGate } from "./circuit/mod.ts";
+export type { RetryBudget, RetryCounters, RetryPlan } from "./retry/mod.ts";
+export type { RequestFields } from "./router/mod.ts";
+export type {
+  AttemptObserver,
+  AttemptResult,
+  BackendLoad,
+  BackendRef,
+  LoadReader,
+  LoadTable,
+} from "./balancer/mod.ts";
+export type { UpstreamOutcome } from "./upstream/outcome.ts";
+export type {
+  BackendResolver,
+  BackendResolverOptions,
+  DnsLookup,
+  FamilyAnswer,
+  LookupAnswer,
+  LookupFailure,
+  LookupOptions,
+  NamedAddress,
+  NameStats,
+  ResolvedName,
+} from "./dns/mod.ts";
 export type {
   COUNTER_NAMES,
   CounterName,
@@ -41,6 +82,13 @@ export type {
   STATUS_CLASSES,
   StatusClass,
   TcpListenerView,
+  UPSTREAM_CLOSE_REASONS,
+  UpstreamCloseReason,
+  UpstreamConnectionsView,
+  WEBSOCKET_OUTCOMES,
+  WebSocketCounters,
+  WebSocketOutcome,
+  WebSocketPoolView,
 } from "./metrics/mod.ts";
 export type {
   LimitCounts,

@@ -1,6 +1,7 @@
 /**
  * Reloading the configuration file (SIGHUP, `POST /admin/reload`): read and
- * validate it again, then apply it in an order that either changes
+ * validate it again (the key, token and client certificate files it names
+ * included: keys rotate with a reload), then apply it in an order that either changes
  * everything it can or nothing. A file that does not load, log files that
  * cannot be written, or a certificate and key the listeners refuse reject
  * the reload before anything changes; the previous configuration keeps
@@ -106,7 +107,8 @@ export class ConfigReloader {
         `listen.tls: the certificate and key cannot be used: ${(err as Error).message}`,
       ]);
     }
-    const restartRequired = await this.#opts.runtime.reload(loaded.config);
+    // With the keys, tokens and client certificates read from their files again.
+    const restartRequired = await this.#opts.runtime.reload(loaded.config, loaded.secrets);
     restartRequired.push(...await this.#applyLog(loaded.config));
     if (renewed) {
       log.info("new {which} connections get the certificate from {path}", {

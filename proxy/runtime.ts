@@ -21,6 +21,11 @@
 
 import { getLogger } from "@logtape/logtape";
 import type { Config } from "./config/schema.ts";
+import type { BackendResolver } from "./dns/backend_resolver.ts";
+import { resolvedName } from "./dns/names.ts";
+import { type ConfigSecrets, NO_SECRETS } from "./config/secrets.ts";
+import { AuthCounters, type AuthMethod } from "./auth/counters.ts";
+import { tlsSetting } from "./phases/pool.ts";
 import { createProxyApp, PoolState } from "./app.ts";
 import {
   backendsWithProbeHost,
@@ -47,6 +52,12 @@ export interface RuntimeOptions {
   probeFetch: ProbeFetch;
   /** Monotonic milliseconds; default `performance.now`. */
   now?: () => number;
+  /**
+   * The live addresses of backends configured by name (the one `transport`
+   * sends through); given each configuration on reload, stopped with the
+   * runtime. Absent: no address is looked up by the proxy.
+   */
+  resolver?: BackendResolver;
 }
 
 /** One backend as the admin API shows it. */
@@ -67,10 +78,17 @@ export interface BackendInfo {
   health: "healthy" | "unhealthy";
   /** Ejected by passive health (outlier detection). */
   ejected: boolean;
+  /**
+   * For an address that names a host: the addresses it resolves to now
+   * (`ip:port`; empty before a first answer). Absent for an IP address.
+   */
+  resolvedAddresses?: string[];
 }
 
 interface Generation {
   config: Config;
+  /** What the configuration's key, token and certificate files held when it was loaded. */
+  secrets: ConfigSecrets;
   checker: HealthChecker;
   handler: RequestHandler;
   inflight: number;
@@ -105,8 +123,19 @@ export function restartRequired(running: Config, next: Config): string[] {
     if (key === "drain_timeout_ms") continue; // read at shutdown
     if (!same(running.limits[key], next.limits[key])) notes.push(`limits.${key}`);
   }
-  if (!same(running.admin, next.admin)) notes.push("admin");
+  if (!same(adminListener(running.admin), adminListener(next.admin))) notes.push("admin");
   return notes;
+}
+
+/**
+ * The `admin` keys the admin listener was started with: all but who may
+ * call it (`token`, `tokens`, `allow`) and what `/ready` requires (`ready`),
+ * which a reload applies.
+ */
+function adminListener(admin: Config["admin"]): unknown {
+  if (admin === undefined) return undefined;
+  const { token: _token, tokens: _tokens, allow: _allow, ready: _ready, ...listener } = admin;
+  return listener;
 }
 
 /** `listen` keys the listeners were created with (the certificate is reloaded). */
@@ -151,6 +180,8 @@ export class ProxyRuntime {
   readonly metrics: ProxyMetrics = new ProxyMetrics();
   /** Allowed and limited requests of each rate limit, by name (survive reloads). */
   readonly rateLimitCounters: RateLimitCounters = new RateLimitCounters();
+  /** Decisions of each pool's `auth`, by pool (survive reloads). */
+  readonly authCounters: AuthCounters = new AuthCounters();
   /** The request handler; always serves with the current generation. */
   readonly handler: RequestHandler;
   readonly #opts: RuntimeOptions;
@@ -165,13 +196,16 @@ export class ProxyRuntime {
   #gen: Generation;
   #started = false;
 
-  /** Builds the first generation from `config`; nothing runs until {@link start}. */
-  constructor(config: Config, opts: RuntimeOptions) {
+  /**
+   * Builds the first generation from `config` and what its files held
+   * (`secrets`: the loader's, default none); nothing runs until {@link start}.
+   */
+  constructor(config: Config, opts: RuntimeOptions, secrets: ConfigSecrets = NO_SECRETS) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => performance.now());
     this.#running = config;
     this.#passive = passiveOf(config);
-    this.#gen = this.#build(config);
+    this.#gen = this.#build(config, secrets);
     this.handler = async (req) => {
       const gen = this.#gen;
       gen.inflight++;
@@ -188,6 +222,11 @@ export class ProxyRuntime {
   /** The configuration being served. */
   get config(): Config {
     return this.#gen.config;
+  }
+
+  /** What the files of the configuration being served held (keys, tokens, certificates). */
+  get secrets(): ConfigSecrets {
+    return this.#gen.secrets;
   }
 
   /** Starts health checks. */
@@ -208,7 +247,7 @@ export class ProxyRuntime {
     return copy;
   }
 
-  #makeHandler(config: Config, checker: HealthChecker): RequestHandler {
+  #makeHandler(config: Config, checker: HealthChecker, secrets: ConfigSecrets): RequestHandler {
     const passive = this.#passive;
     return createProxyApp({
       config: this.#effectiveConfig(config),
@@ -216,6 +255,8 @@ export class ProxyRuntime {
       transport: this.#opts.transport,
       poolState: (name) => this.poolState(name),
       rateLimitCounters: this.rateLimitCounters,
+      secrets,
+      authCounters: this.authCounters,
       now: this.#now,
       health: {
         isAvailable: (id) =>
@@ -232,9 +273,12 @@ export class ProxyRuntime {
     });
   }
 
-  #build(config: Config): Generation {
-    // Probes send the Host real requests send (the pool's set.host).
-    const backends = backendsWithProbeHost(config.upstream);
+  #build(config: Config, secrets: ConfigSecrets): Generation {
+    // Probes send the Host real requests send (the pool's set.host), and
+    // the client certificate they present.
+    const backends = backendsWithProbeHost(config.upstream).map((b) =>
+      b.tls?.cert === undefined ? b : { ...b, tls: tlsSetting(b, secrets) }
+    ).map((b) => this.#opts.resolver && resolvedName(b.address) ? { ...b, byName: true } : b);
     const checker = new HealthChecker({
       backends,
       fetch: this.#opts.probeFetch,
@@ -243,18 +287,24 @@ export class ProxyRuntime {
     });
     return {
       config,
+      secrets,
       checker,
-      handler: this.#makeHandler(config, checker),
+      handler: this.#makeHandler(config, checker, secrets),
       inflight: 0,
       idle: null,
     };
   }
 
   /**
-   * Swaps in a new, already validated configuration. Returns the changed keys
-   * that only take effect after a restart (see {@link restartRequired}).
+   * Swaps in a new, already validated configuration, with what its files
+   * held (`secrets`: keys, tokens and certificates read with it). Returns
+   * the changed keys that only take effect after a restart (see
+   * {@link restartRequired}).
    */
-  async reload(next: Config): Promise<string[]> {
+  async reload(next: Config, secrets: ConfigSecrets = NO_SECRETS): Promise<string[]> {
+    // New names (and every name, when `dns` changed) are looked up before
+    // the new generation serves; a name that does not resolve is logged.
+    await this.#opts.resolver?.update(next);
     const old = this.#gen;
     const notes = restartRequired(this.#running, next);
     if (JSON.stringify(old.config.passive_health) !== JSON.stringify(next.passive_health)) {
@@ -267,7 +317,7 @@ export class ProxyRuntime {
     for (const pool of [...this.#pools.keys()]) {
       if (!Object.hasOwn(next.upstream, pool)) this.#pools.delete(pool);
     }
-    const gen = this.#build(next);
+    const gen = this.#build(next, secrets);
     if (this.#started) gen.checker.start();
     this.#gen = gen;
     await old.checker.stop();
@@ -320,10 +370,17 @@ export class ProxyRuntime {
           enabled: !this.#disabled.has(b.id),
           health: this.#gen.checker.isHealthy(b.id) ? "healthy" : "unhealthy",
           ejected: this.#passive?.isEjected(b.id) ?? false,
+          ...this.#resolvedAddresses(b.address),
         });
       }
     }
     return out;
+  }
+
+  /** `resolvedAddresses` of a backend whose address the proxy looks up, else nothing. */
+  #resolvedAddresses(address: string): Pick<BackendInfo, "resolvedAddresses"> {
+    const endpoints = this.#opts.resolver?.endpoints(address);
+    return endpoints === undefined ? {} : { resolvedAddresses: [...endpoints] };
   }
 
   /**
@@ -360,7 +417,7 @@ export class ProxyRuntime {
   setWeight(id: string, weight: number): boolean {
     if (!this.#find(id)) return false;
     this.#weights.set(id, weight);
-    this.#gen.handler = this.#makeHandler(this.#gen.config, this.#gen.checker);
+    this.#gen.handler = this.#makeHandler(this.#gen.config, this.#gen.checker, this.#gen.secrets);
     log.info("backend {id} weight set to {weight} by the admin API", { id, weight });
     return true;
   }
@@ -391,7 +448,13 @@ export class ProxyRuntime {
         enabled: b.enabled,
         weight: b.weight,
         picks: picks.get(b.id) ?? 0,
+        dns: this.#opts.resolver?.stats(b.address),
+        inflight: this.#pools.get(b.pool)?.gate?.inflight(b.id) ?? 0,
+        overloaded: this.#pools.get(b.pool)?.gate?.refused(b.id),
       })),
+      pools: this.#poolsView(),
+      websockets: this.metrics.websockets.snapshot(Object.keys(this.#gen.config.upstream)),
+      upstreamConnections: this.#opts.transport.connections?.(),
       latency: this.metrics.latency.snapshot(),
       activeConnections: this.metrics.activeConnections,
       rejectedConnections: this.metrics.rejectedConnections,
@@ -404,7 +467,21 @@ export class ProxyRuntime {
       rateLimits: this.rateLimitCounters.snapshot(
         (this.#gen.config.rate_limits ?? []).map((l) => l.name),
       ),
+      auth: this.authCounters.snapshot(authMethods(this.#gen.config)),
     };
+  }
+
+  /** Each configured pool's retries, budget refusals and requests waiting for a slot. */
+  #poolsView(): NonNullable<MetricsView["pools"]> {
+    return Object.entries(this.#gen.config.upstream).map(([pool, u]) => {
+      const state = this.poolState(pool);
+      return {
+        pool,
+        retries: state.retryCounters.snapshot(u.retries?.retry_on.map(String) ?? []),
+        budgetExhausted: state.retryCounters.budgetExhausted,
+        pending: state.gate?.pending ?? 0,
+      };
+    });
   }
 
   /** Whether the configuration served now uses a backend address. */
@@ -416,9 +493,24 @@ export class ProxyRuntime {
 
   /** Stops health checks and closes the upstream transport (pending exchanges are cancelled). */
   async stop(): Promise<void> {
+    this.#opts.resolver?.stop();
     await this.#gen.checker.stop();
     await this.#opts.transport.close();
   }
+}
+
+/** The pools with `auth`, each with the credentials it accepts (for the metrics). */
+function authMethods(config: Config): Array<[string, AuthMethod[]]> {
+  const out: Array<[string, AuthMethod[]]> = [];
+  for (const [pool, u] of Object.entries(config.upstream)) {
+    const auth = u.auth;
+    if (auth === undefined) continue;
+    const methods: AuthMethod[] = [];
+    if (auth.api_keys !== undefined) methods.push("api_key");
+    if (auth.jwt !== undefined) methods.push("jwt");
+    out.push([pool, methods]);
+  }
+  return out;
 }
 
 function passiveOf(config: Config): PassiveHealth | null {

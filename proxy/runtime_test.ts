@@ -216,6 +216,7 @@ Deno.test("ProxyRuntime: every top-level key is applied on reload or named", asy
       rate_limits: [{ name: "l", requests_per_second: 1, burst: 1, key: "client" }],
     }, []], // the app is rebuilt with them (#30.1)
     upstream: [{}, []], // see "reload swaps routes" above
+    dns: [{ dns: { servers: ["10.0.0.53"], timeout_ms: 1000 } }, []], // the resolver's (#30.5)
   };
   // A top-level key added to the schema must be classified here: applied, or named.
   assert.deepEqual(
@@ -328,5 +329,23 @@ Deno.test("ProxyRuntime: a pool's state survives an admin weight change and a re
   await runtime.reload(config(passive, upstream(40, "api2")));
   assert.notEqual(runtime.poolState("api"), state);
   assert.equal(runtime.poolState("web"), web);
+  await runtime.stop();
+});
+
+Deno.test("#31.3: admin.token, admin.tokens and admin.allow apply on reload; the listener's keys still need a restart", async () => {
+  const admin = { port: 9890, token: "t-0123456789abcdef" };
+  const runtime = new ProxyRuntime(config({ admin }), fakes().opts);
+  const callers = {
+    admin: {
+      ...admin,
+      token: "t-fedcba9876543210",
+      tokens: [{ token_file: "/etc/spooky/ops.token", role: "operator" }],
+      allow: ["10.0.0.0/8"],
+    },
+  };
+  assert.deepEqual(await runtime.reload(config(callers)), []);
+  assert.deepEqual(await runtime.reload(config({ admin: { ...admin, audit_log: "/tmp/a" } })), [
+    "admin",
+  ]);
   await runtime.stop();
 });

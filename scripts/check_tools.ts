@@ -51,12 +51,30 @@ function isDeno(path: string): boolean {
   return /\/deno(\.exe)?$/.test(path);
 }
 
-/** The tools whose program `find` does not find. */
+/**
+ * Whether `tool` is installed: its program is found by `find`, or, for a
+ * tool with a `probe`, that command exits 0.
+ */
+export function installed(
+  tool: Tool,
+  find: (program: string) => string | undefined = findOnPath,
+): boolean {
+  if (tool.probe === undefined) return find(tool.program) !== undefined;
+  try {
+    const [cmd, ...args] = tool.probe;
+    return new Deno.Command(cmd, { args, stdin: "null", stdout: "null", stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false; // the probe's program is missing
+  }
+}
+
+/** The tools that are not installed (see {@link installed}). */
 export function missingTools(
   tools: readonly Tool[] = TOOLS,
   find: (program: string) => string | undefined = findOnPath,
 ): Tool[] {
-  return tools.filter((t) => find(t.program) === undefined);
+  return tools.filter((t) => !installed(t, find));
 }
 
 /** The Debian packages of `tools`, each once, in the order of the list. */

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   findOnPath,
   installCommand,
+  installed,
   missingMessage,
   missingTools,
   packagesOf,
@@ -54,4 +55,20 @@ Deno.test("check_tools: PATH lookup finds executables only, and not Deno's node 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("check_tools: a tool with a probe (a Python module) is installed when its probe succeeds", () => {
+  const tool = (probe: string[]) => ({
+    program: "x-module",
+    debianPackage: "x",
+    usedFor: "",
+    probe,
+  });
+  const nowhere = () => undefined;
+  assert.equal(installed(tool(["true"]), nowhere), true, "the probe, not PATH, decides");
+  assert.equal(installed(tool(["false"]), nowhere), false);
+  assert.equal(installed(tool(["/nonexistent/python3", "-c", "pass"]), nowhere), false);
+  assert.deepEqual(missingTools([tool(["false"])], () => "/usr/bin/x").map((t) => t.program), [
+    "x-module",
+  ]);
 });

@@ -18,6 +18,12 @@ export interface Tool {
   readonly debianPackage: string;
   /** What the tests use it for. */
   readonly usedFor: string;
+  /**
+   * For a tool that is no program of its own (a library of another program):
+   * a command, looked up on `PATH` like a program, that exits 0 once it is
+   * installed; `program` is then only its name here.
+   */
+  readonly probe?: readonly string[];
 }
 
 /** Every external program the tests run, in the order the messages name them. */
@@ -37,6 +43,17 @@ export const TOOLS: readonly Tool[] = [
     debianPackage: "python3",
     usedFor: "Python's http.server as an HTTP/1.1 backend",
   },
+  {
+    program: "python3-websockets",
+    debianPackage: "python3-websockets",
+    usedFor: "a WebSocket server and client (run by Debian's /usr/bin/python3)",
+    // Debian's package, for Debian's python3 (a python3 first on PATH may be another's).
+    probe: [
+      "sh",
+      "-c",
+      "dpkg-query -W -f='${db:Status-Status}' python3-websockets 2>/dev/null | grep -qx installed",
+    ],
+  },
   { program: "npx", debianPackage: "npm", usedFor: "the README's demo command" },
   {
     program: "npm",
@@ -55,7 +72,8 @@ export const TOOLS: readonly Tool[] = [
   {
     program: "openssl",
     debianPackage: "openssl",
-    usedFor: "the certificate recipe of docs/getting-started.md",
+    usedFor:
+      "the certificate recipe of docs/getting-started.md; JWT signing keys and client certificates of the auth tests",
   },
   { program: "systemd-analyze", debianPackage: "systemd", usedFor: "verifying the systemd units" },
   { program: "prlimit", debianPackage: "util-linux", usedFor: "a proxy with few file descriptors" },

@@ -7,6 +7,7 @@
  * @module
  */
 import type { Logger } from "@logtape/logtape";
+import type { TakenConnection, TakeOver } from "./connection_takeover.ts";
 import type { ConnectionLimits, ConnectionStats } from "./serve_connections.ts";
 import {
   type CancelHook,
@@ -66,6 +67,8 @@ export interface ConnectionTableOptions {
   warnEveryMs: number;
   /** Relay mode: `stats` counts `notRelayed`. */
   relayed: boolean;
+  /** Relay mode: offered the first request head of each HTTP/1.1 connection (`connection_takeover.ts`). */
+  takeOver?: TakeOver;
 }
 
 /**
@@ -83,6 +86,8 @@ export class ConnectionTable {
   readonly limits: Readonly<ConnectionLimits>;
   /** The counters, updated in place by the server and its relay. */
   readonly stats: ConnectionStats;
+  /** Offered the first request head of each HTTP/1.1 connection of the relay, if set. */
+  readonly takeOver: TakeOver | undefined;
   readonly #opts: ConnectionTableOptions;
   readonly #open = new Set<Connection>();
   readonly #waiting = new Set<Connection>();
@@ -98,6 +103,7 @@ export class ConnectionTable {
     this.log = opts.log;
     this.name = opts.name;
     this.limits = opts.limits;
+    this.takeOver = opts.takeOver;
     const { name, setting } = opts;
     const max = opts.limits.maxConnections;
     this.#shedWarning = new WarnOnce(opts.warnEveryMs, (count) =>
@@ -278,6 +284,21 @@ export class ConnectionTable {
       return false;
     }
     return true;
+  }
+
+  /**
+   * `c` was taken over after its first request head (`connection_takeover.ts`):
+   * it counts as serving a request until it ends (never shed, never timed
+   * out: what runs on it bounds itself), and closing it closes `taken`.
+   */
+  adopt(c: Connection, taken: TakenConnection): void {
+    this.#waiting.delete(c);
+    this.#idle.delete(c);
+    c.served = true;
+    c.touched = true;
+    c.inFlight = 1;
+    c.http = taken;
+    c.cancel = () => taken.close();
   }
 
   /**

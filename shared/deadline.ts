@@ -17,14 +17,16 @@ interface Waiting {
   /** `performance.now()` past which the call has failed. */
   expires: number;
   fail: () => void;
+  /** Called when a sweep drops it for being paused (`expires` is Infinity). */
+  left?: () => void;
 }
 
 /**
  * One interval timer for every pending deadline: a timer per call costs
  * about 5 µs (an op to set it and one to clear it), as much as a cached
- * read itself. The interval runs only while calls are pending, at a quarter
- * of the shortest deadline in use (5–250 ms), so a deadline fires at most
- * that late.
+ * read itself. The interval runs only while calls are pending (and paused
+ * idle watches until the next sweep drops them), at a quarter of the
+ * shortest deadline in use (5–250 ms), so a deadline fires at most that late.
  */
 class Sweeper {
   readonly #waiting = new Set<Waiting>();
@@ -49,7 +51,14 @@ class Sweeper {
   #sweep(): void {
     const now = performance.now();
     for (const w of this.#waiting) {
-      if (w.expires > now) continue;
+      if (w.expires > now) {
+        // Paused since before this sweep: it leaves now (see `idleWatch`).
+        if (w.expires === Infinity) {
+          this.#waiting.delete(w);
+          w.left?.();
+        }
+        continue;
+      }
       this.#waiting.delete(w);
       w.fail();
     }
@@ -91,8 +100,10 @@ export interface IdleWatch {
   touch(): void;
   /**
    * Not waiting on the watched party for now: no deadline until the next
-   * {@link touch}, and the watch leaves the sweeper meanwhile (a paused
-   * watch costs nothing and holds nothing).
+   * {@link touch}. The watch leaves the sweeper at its next sweep (a paused
+   * watch then costs nothing and holds nothing); a touch before that keeps
+   * it in, so a pause and a touch per chunk of a body cost no set or timer
+   * operation.
    */
   pause(): void;
   /** Stops watching (idempotent); `onIdle` will not be called. */
@@ -118,13 +129,17 @@ export interface IdleWatch {
 export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
   if (!Number.isFinite(ms)) return { touch() {}, pause() {}, cancel() {} };
   let done = false;
-  let armed = true;
+  /** In the sweeper's set: armed, or paused and not yet dropped by a sweep. */
+  let swept = true;
   const w: Waiting = {
     expires: performance.now() + ms,
     fail: () => {
       done = true;
-      armed = false;
+      swept = false;
       onIdle();
+    },
+    left: () => {
+      swept = false;
     },
   };
   sweeper.add(w, ms);
@@ -132,21 +147,23 @@ export function idleWatch(ms: number, onIdle: () => void): IdleWatch {
     touch() {
       if (done) return;
       w.expires = performance.now() + ms;
-      if (!armed) {
-        armed = true;
+      if (!swept) {
+        swept = true;
         sweeper.add(w, ms);
       }
     },
     pause() {
-      if (!armed) return;
-      armed = false;
-      sweeper.remove(w);
+      // Marked, not removed: the next sweep drops it unless a touch came
+      // first. Leaving and joining the set per chunk (the set emptied, the
+      // interval stopped and set again) made garbage V8 promoted: an HTTP/1.1
+      // upload grew the heap by 16 MiB per GiB until a full collection.
+      w.expires = Infinity;
     },
     cancel() {
       if (done) return;
       done = true;
-      if (armed) sweeper.remove(w);
-      armed = false;
+      if (swept) sweeper.remove(w);
+      swept = false;
     },
   };
 }

@@ -81,3 +81,42 @@ Deno.test("idleWatch pause: short waits touched and paused in time never fire; a
   assert.equal(late, 1);
   d.cancel();
 });
+
+Deno.test("#29: idleWatch: a pause and a touch per chunk cost no timer operation; a paused watch leaves at the next sweep, and the timer stops", async () => {
+  const realSet = globalThis.setInterval;
+  const realClear = globalThis.clearInterval;
+  let sets = 0;
+  let clears = 0;
+  globalThis.setInterval = ((...args: Parameters<typeof setInterval>) => {
+    sets++;
+    return realSet(...args);
+  }) as typeof setInterval;
+  globalThis.clearInterval = ((id?: number) => {
+    clears++;
+    realClear(id);
+  }) as typeof clearInterval;
+  try {
+    let fired = 0;
+    const w = idleWatch(40, () => fired++);
+    // An upload's reads: waited on (touch), then not (pause), a thousand times over.
+    for (let i = 0; i < 1000; i++) {
+      w.pause();
+      w.touch();
+    }
+    w.pause();
+    assert.equal(sets, 1, "the sweeper's timer was set once, not per pause");
+    assert.equal(clears, 0);
+    // Left paused: a sweep (every 10 ms here) drops it and the timer stops.
+    await pollUntil(() => clears > 0);
+    assert.equal(clears, 1, "the timer stopped once the paused watch left");
+    assert.equal(fired, 0, "a paused watch never fires");
+    // A touch brings it back, with a timer, and it fires as before.
+    w.touch();
+    assert.equal(sets, 2);
+    await pollUntil(() => fired > 0);
+    assert.equal(fired, 1);
+  } finally {
+    globalThis.setInterval = realSet;
+    globalThis.clearInterval = realClear;
+  }
+});

@@ -23,7 +23,7 @@
  * @module
  */
 
-import { configure, reset, type Sink } from "@logtape/logtape";
+import { configure, type LogRecord, reset, type Sink } from "@logtape/logtape";
 import {
   CREDIT_CARD_NUMBER_PATTERN,
   JWT_PATTERN,
@@ -31,6 +31,7 @@ import {
   redactByPattern,
   type RedactionPattern,
 } from "@logtape/redaction";
+import { activeSpanIds, denoTracingOn, type SpanIds } from "./telemetry.ts";
 
 /** Raised for any invalid logging configuration (bad level, bad RUST_LOG, unwritable file). */
 export class LogConfigError extends Error {
@@ -311,6 +312,39 @@ export interface LoggingOptions {
   rustLog?: string;
   /** Receives each line (without newline) instead of stderr or the file; for tests. */
   sink?: (line: string) => void;
+  /**
+   * The ids of the active span, appended to each line written while one is
+   * active (` trace_id=… span_id=…`). Default: the active OpenTelemetry span's
+   * when Deno exports traces (`shared/telemetry.ts`), else none, and then a
+   * line costs nothing more.
+   */
+  spanIds?: () => { readonly traceId: string; readonly spanId: string } | undefined;
+}
+
+/**
+ * A line of {@link redactedFormatLine} with the span ids a record carries
+ * (put there by {@link withSpanIds}) appended after redaction, which would
+ * take 32 hex digits after `=` for a secret.
+ */
+function lineWithSpanIds(record: LogRecord): string {
+  const line = redactedFormatLine(record);
+  const traceId = record.properties.trace_id;
+  const spanId = record.properties.span_id;
+  return typeof traceId === "string" && typeof spanId === "string"
+    ? `${line} trace_id=${traceId} span_id=${spanId}`
+    : line;
+}
+
+/** `sink`, given each record with the ids of the span active when it was logged, if any. */
+function withSpanIds(sink: Sink, spanIds: () => SpanIds | undefined): Sink {
+  return (record) => {
+    const ids = spanIds();
+    if (ids === undefined) return sink(record);
+    sink({
+      ...record,
+      properties: { ...record.properties, trace_id: ids.traceId, span_id: ids.spanId },
+    });
+  };
 }
 
 const encoder = new TextEncoder();
@@ -381,20 +415,24 @@ export async function setupLogging(opts: LoggingOptions): Promise<void> {
     modules = spec.modules;
   }
 
+  // Decided once: without tracing, a line is formatted as it always was.
+  const spanIds = opts.spanIds ?? (denoTracingOn() ? activeSpanIds : undefined);
+  const format = spanIds === undefined ? redactedFormatLine : lineWithSpanIds;
   let base: Sink;
   if (opts.sink) {
     const target = opts.sink;
-    base = (record) => target(redactedFormatLine(record));
+    base = (record) => target(format(record));
   } else if (opts.file?.enabled) {
     const path = resolveLogFilePath(opts.service, opts.file.path);
     prepareLogFile(path);
     // Loaded only when a file is asked for: it is not on the default start path.
     const { getFileSink } = await import("@logtape/file");
-    base = getFileSink(path, { formatter: (record) => redactedFormatLine(record) + "\n" });
+    base = getFileSink(path, { formatter: (record) => format(record) + "\n" });
   } else {
-    base = (record) => writeStderr(redactedFormatLine(record));
+    base = (record) => writeStderr(format(record));
   }
-  const sink = redactByField(base, { fieldPatterns: SECRET_FIELDS, action: () => REDACTED });
+  const redacted = redactByField(base, { fieldPatterns: SECRET_FIELDS, action: () => REDACTED });
+  const sink = spanIds === undefined ? redacted : withSpanIds(redacted, spanIds);
 
   const lowest = (level: LevelOrOff): LogLevel | null => level === "off" ? null : level;
   const levels = new Map<string, LevelOrOff>([["", global], ["logtape::meta", "warning"]]);

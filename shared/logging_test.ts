@@ -392,3 +392,26 @@ Deno.test("setupLogging: default stream is stderr; stdout stays clean", async ()
   assert.equal(lines.length, 2, stderr);
   assert.equal(body(lines[0]), "[WARN] [proxy::admin] card XXXX-XXXX-XXXX-XXXX");
 });
+
+Deno.test("#31.1: setupLogging: a line logged while a span is active ends with its ids, unredacted; others as before", async () => {
+  const lines: string[] = [];
+  let active: { traceId: string; spanId: string } | undefined;
+  await setupLogging({
+    service: "test",
+    sink: (line) => lines.push(line),
+    spanIds: () => active,
+  });
+  try {
+    const log = getLogger(["proxy", "upstream"]);
+    log.info("outside a span");
+    active = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
+    log.info("inside a span, at /x/0af7651916cd43dd8448eb211c80319c");
+  } finally {
+    await teardownLogging();
+  }
+  assert.deepEqual(lines.map(body), [
+    "[INFO] [proxy::upstream] outside a span",
+    "[INFO] [proxy::upstream] inside a span, at /x/[REDACTED]" +
+    " trace_id=0af7651916cd43dd8448eb211c80319c span_id=b7ad6b7169203331",
+  ]);
+});

@@ -93,6 +93,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { type Connection, ConnectionTable } from "./connection_table.ts";
+import type { TakeOver } from "./connection_takeover.ts";
 import { closeQuietly, serveOnConnection, WarnOnce } from "./serve_on_connection.ts";
 import { TlsRelay } from "./tls_relay.ts";
 
@@ -139,6 +140,14 @@ export interface ServeConnectionsOptions {
   maxConnectionsSetting?: string;
   /** LogTape category of the log lines; default `["payments", "connections"]`. */
   logCategory?: string[];
+  /**
+   * {@link serveTlsConnections} only: offered the first request head of each
+   * connection that did not negotiate h2, to take the connection over (an
+   * HTTP/1.1 upgrade the runtime's server cannot carry, see
+   * `connection_takeover.ts`); a connection it leaves is served by the
+   * runtime through a pipe. Absent: every connection goes to the runtime.
+   */
+  takeOver?: TakeOver;
 }
 
 /** Counters of a {@link ConnectionServer}, since it started. */
@@ -342,6 +351,7 @@ class LimitedServer implements TlsConnectionServer {
       setting: this.#setting,
       warnEveryMs,
       relayed: tls !== undefined,
+      takeOver: tls === undefined ? undefined : opts.takeOver,
     });
     this.#refusedWarning = new WarnOnce(warnEveryMs, (count) =>
       log.warn(

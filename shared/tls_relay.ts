@@ -12,6 +12,7 @@
  * @module
  */
 import type { Connection, ConnectionTable, RelayLink } from "./connection_table.ts";
+import { readFirstHead, RuntimePipe, type TakeOver } from "./connection_takeover.ts";
 import type { TlsPair } from "./serve_connections.ts";
 import { closeQuietly, WarnOnce } from "./serve_on_connection.ts";
 
@@ -85,6 +86,8 @@ export class TlsRelay {
   /** Connections to a loopback listener that no relay opened, held until Deno can close them. */
   readonly #strangers = new Set<Deno.Conn>();
   #connectsBegun = 0;
+  /** Pipes to the runtime's server for HTTP/1.1 connections whose head was read (take-over mode). */
+  #pipe: RuntimePipe | undefined;
   readonly #sideLoops: Promise<void>[] = [];
 
   /** Opens the first loopback listener with `tls`; throws when the pair cannot be used. */
@@ -98,6 +101,8 @@ export class TlsRelay {
         { name: table.name, count, port },
       ));
     this.#side = this.#openSide(tls);
+    // Made now: a machine that cannot have one fails at startup.
+    if (table.takeOver !== undefined) this.#pipe = new RuntimePipe();
   }
 
   /**
@@ -115,6 +120,7 @@ export class TlsRelay {
 
   /** Closes the loopback listeners and the connections no relay opened. */
   stop(): void {
+    this.#pipe?.close();
     for (const s of this.#sides) {
       closeQuietly(s.listener);
       for (const { conn } of s.unmatched.values()) closeQuietly(conn);
@@ -287,7 +293,51 @@ export class TlsRelay {
       if (r.pumping === 0 && this.#byPort.get(port) === r) this.#byPort.delete(port);
       return;
     }
-    if (!table.serve(inner, c, r.front.remoteAddr as Deno.NetAddr)) {
+    if (table.takeOver !== undefined) {
+      this.#firstHead(r, inner as Deno.TlsConn, table.takeOver).catch((err) => {
+        table.log.debug("{name}: a connection failed before its first request: {error}", {
+          name: table.name,
+          error: err,
+        });
+        closeQuietly(inner);
+        r.close();
+      });
+      return;
+    }
+    this.#serve(r, inner);
+  }
+
+  /**
+   * Relay mode with a take-over hook (`connection_takeover.ts`): h2 goes to
+   * the runtime; on HTTP/1.1 the first request head is read and offered to
+   * the hook, and a connection it leaves goes to the runtime through a pipe.
+   */
+  async #firstHead(r: Relay, inner: Deno.TlsConn, takeOver: TakeOver): Promise<void> {
+    const table = this.#table;
+    const c = r.conn;
+    const alpn = (await inner.handshake()).alpnProtocol;
+    const gone = () => c.closing || table.stopped || !table.has(c);
+    if (gone()) return closeQuietly(inner);
+    if (alpn === "h2") return this.#serve(r, inner);
+    const first = await readFirstHead(inner, FIRST_HEAD_LIMIT);
+    if (first === null || gone()) return closeQuietly(inner);
+    const remote = r.front.remoteAddr as Deno.NetAddr;
+    const taken = first.headEnd < 0 ? null : takeOver(first.bytes, first.headEnd, inner, remote);
+    if (taken !== null) {
+      table.adopt(c, taken);
+      taken.finished.then(() => this.#relayEnded(r), () => this.#relayEnded(r));
+      return;
+    }
+    const piped = await this.#pipe!.open(inner, first.bytes);
+    if (gone()) return closeQuietly(piped);
+    this.#serve(r, piped);
+  }
+
+  /** Hands `conn` (the loopback connection, or a pipe of it) to the runtime's server. */
+  #serve(r: Relay, conn: Deno.Conn): void {
+    const table = this.#table;
+    const c = r.conn;
+    if (!table.serve(conn, c, r.front.remoteAddr as Deno.NetAddr)) {
       r.close();
       this.#relayEnded(r);
       return;
@@ -362,6 +412,9 @@ export class TlsRelay {
     }
   }
 }
+
+/** Most bytes read for a first request head (take-over mode); past it the connection is the runtime's. */
+const FIRST_HEAD_LIMIT = 16 * 1024;
 
 /** What the loopback TLS listeners offer: h2, then HTTP/1.1. */
 const ALPN = ["h2", "http/1.1"];

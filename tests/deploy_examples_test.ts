@@ -269,6 +269,7 @@ async function build(file: string, root: string) {
   const wantDeno = /^want_deno="([^"]+)"/m.exec(ciRun)![1];
   let workdir = "/";
   let cmd: string[] | undefined;
+  let healthcheck: string[] | undefined;
   let user: string | undefined;
   const env: Record<string, string> = {};
   // The image's user does not exist here: chown to it is a no-op.
@@ -325,6 +326,13 @@ async function build(file: string, root: string) {
       case "CMD":
         cmd = JSON.parse(arg);
         break;
+      case "HEALTHCHECK": {
+        // Options (--interval=10s ...), then CMD and its exec form.
+        const m = /^(?:--[a-z-]+=\S+\s+)*CMD\s+(\[.*\])$/.exec(arg);
+        assert.ok(m, `HEALTHCHECK not understood: ${arg}`);
+        healthcheck = JSON.parse(m[1]);
+        break;
+      }
       case "EXPOSE":
       case "VOLUME":
         break;
@@ -334,7 +342,7 @@ async function build(file: string, root: string) {
   }
   assert.ok(cmd, "no CMD");
   assert.equal(user, "deno", "runs as the image's unprivileged user");
-  return { cmd, cwd: at(workdir), env };
+  return { cmd, healthcheck, cwd: at(workdir), env };
 }
 
 /** Runs CMD until it prints `Listening on …:<port>`, then stops it with SIGTERM; exit 0 expected. */
@@ -342,7 +350,7 @@ async function runUntilListening(
   cmd: string[],
   cwd: string,
   env: Record<string, string>,
-  probe?: (port: number) => Promise<void>,
+  probe?: (port: number, output: string) => Promise<void>,
 ): Promise<{ port: number; code: number; output: string }> {
   const child = new Deno.Command(cmd[0] === "deno" ? Deno.execPath() : cmd[0], {
     args: cmd.slice(1),
@@ -365,7 +373,7 @@ async function runUntilListening(
         break;
       }
     }
-    if (port > 0) await probe?.(port);
+    if (port > 0) await probe?.(port, output);
     child.kill("SIGTERM");
     const code = (await child.status).code;
     return { port, code, output: output + (await stderr) };
@@ -377,7 +385,7 @@ async function runUntilListening(
 Deno.test("deploy: proxy.Containerfile builds from what it copies, and its CMD serves", async () => {
   const root = await Deno.makeTempDir({ prefix: "spooky-image-" });
   try {
-    const { cmd, cwd, env } = await build("proxy.Containerfile", root);
+    const { cmd, healthcheck, cwd, env } = await build("proxy.Containerfile", root);
     const certs = await testCerts();
     const config = `${root}/proxy.yaml`;
     await Deno.writeTextFile(
@@ -386,13 +394,31 @@ Deno.test("deploy: proxy.Containerfile builds from what it copies, and its CMD s
 listen: {protocol: http3, address: 127.0.0.1, port: 0, tcp_fallback: true, tls: {cert: "${certs.certPath}", key: "${certs.keyPath}"}}
 upstream:
   root: {route: {path_prefix: /}, backends: [{id: b0, address: "127.0.0.1:1"}]}
+admin: {port: 0}
 `,
     );
     assert.ok(cmd.includes("/etc/spooky/proxy.yaml"));
+    // #30.6: the HEALTHCHECK asks /ready on the admin port: 0 while ready, 1 with no admin there.
+    assert.ok(healthcheck, "the image has a HEALTHCHECK");
+    const check = (adminPort: number) =>
+      run(
+        healthcheck[0] === "deno" ? Deno.execPath() : healthcheck[0],
+        healthcheck.slice(1).map((a) => a.replace("127.0.0.1:9901", `127.0.0.1:${adminPort}`)),
+        { cwd, env: { ...env, NO_COLOR: "1" } },
+      );
+    assert.ok(healthcheck.some((a) => a.includes("127.0.0.1:9901/ready")), healthcheck.join(" "));
     const r = await runUntilListening(
       cmd.map((a) => a === "/etc/spooky/proxy.yaml" ? config : a),
       cwd,
       env,
+      async (_port, output) => {
+        const adminPort = Number(/^Admin listening on .*:(\d+)$/m.exec(output)?.[1]);
+        assert.ok(adminPort > 0, output);
+        const ready = await check(adminPort);
+        assert.equal(ready.code, 0, ready.stdout + ready.stderr);
+        const closed = await check(1);
+        assert.equal(closed.code, 1, "no admin listener: unhealthy");
+      },
     );
     assert.ok(r.port > 0, r.output);
     assert.equal(r.code, 0, r.output);

@@ -21,6 +21,7 @@ import {
 import { keys, VIEW_EPOCH_KEY, VIEW_PREFIX } from "./keys.ts";
 import { ReadBatcher } from "./read_batcher.ts";
 import type { Reply } from "./reply.ts";
+import { STORE_TRACING, type StoreTracing } from "./tracing.ts";
 import { ViewCache } from "./view_cache.ts";
 
 const log = getLogger(["payments", "store"]);
@@ -120,6 +121,7 @@ export class PaymentsStore {
   readonly #commits: CommitBatcher;
   readonly #views: ViewCache;
   readonly #deadlineMs: number;
+  readonly #tracing: StoreTracing | null;
 
   /**
    * Wrap a KV handle. Concurrent reads and independent commits share KV
@@ -136,6 +138,11 @@ export class PaymentsStore {
       lockedWaitMs?: number;
       /** Longest wait for one store call (see `deadline.ts`); default 10 s. */
       deadlineMs?: number;
+      /**
+       * Spans of commits and replays (`tracing.ts`); default: Deno's
+       * OpenTelemetry when it exports traces, else `null` (none).
+       */
+      tracing?: StoreTracing | null;
     },
   ) {
     this.kv = kv;
@@ -150,6 +157,7 @@ export class PaymentsStore {
       deadlineMs,
     });
     this.#views = new ViewCache(kv, VIEW_EPOCH_KEY, { deadlineMs });
+    this.#tracing = options?.tracing === undefined ? STORE_TRACING : options.tracing;
   }
 
   /**
@@ -231,7 +239,8 @@ export class PaymentsStore {
     for (let i = 0; i < this.maxAttempts; i++) {
       const cur = await this.get(key);
       if (cur.versionstamp === null) return false;
-      if (await this.#commit({ checks: [cur], sets: [], deletes: [key] })) return true;
+      const change = { checks: [cur], sets: [], deletes: [key] };
+      if (await this.#commit(change, "delete", i + 1)) return true;
     }
     throw PaymentsError.system("storage contention", 503);
   }
@@ -240,11 +249,26 @@ export class PaymentsStore {
    * Commit one change (see {@link CommitBatcher}); a store failure (locked,
    * no answer in time, no room) is a retryable 503 ({@link rethrowStoreFailure}).
    */
-  #commit(change: AtomicChange): Promise<boolean> {
+  #commit(change: AtomicChange, op: string, attempt: number): Promise<boolean> {
+    if (this.#tracing !== null) {
+      return this.#tracing.commit(op, attempt, () => this.#commitNow(change));
+    }
+    return this.#commitNow(change);
+  }
+
+  #commitNow(change: AtomicChange): Promise<boolean> {
     return this.#within(this.#commits.commit(change), "a commit");
   }
 
-  async #replay(key: Deno.KvKey, op: string, digest?: string): Promise<Reply | undefined> {
+  /** The reply stored for a repeat of this request, if any (see {@link replayOf}). */
+  #replay(key: Deno.KvKey, op: string, digest?: string): Promise<Reply | undefined> {
+    if (this.#tracing !== null) {
+      return this.#tracing.replay(op, () => this.#replayNow(key, op, digest));
+    }
+    return this.#replayNow(key, op, digest);
+  }
+
+  async #replayNow(key: Deno.KvKey, op: string, digest?: string): Promise<Reply | undefined> {
     const prior = await this.get<IdempotencyRecord>(key);
     return prior.value ? replayOf(prior.value, op, digest) : undefined;
   }
@@ -298,7 +322,7 @@ export class PaymentsStore {
       const bumps = !newViews && sets.some((x) => x.key[0] === VIEW_PREFIX);
       const sums = bumps ? [{ key: VIEW_EPOCH_KEY, n: 1n }] : undefined;
       const change = { checks: allChecks, sets: allSets, deletes: deletes ?? [], sums };
-      if (await this.#commit(change)) return { ...reply, json };
+      if (await this.#commit(change, opts.op, attempt + 1)) return { ...reply, json };
       if (idemKey) {
         const prior = await this.#replay(idemKey, opts.op, digest);
         if (prior) return prior;

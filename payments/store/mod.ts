@@ -17,3 +17,4 @@
 export { type ChangeOptions, type CommitPlan, PaymentsStore } from "./kv_store.ts";
 export type { Reply } from "./reply.ts";
 export { DEFAULT_STORE_DEADLINE_MS, StoreTimeoutError, withDeadline } from "./deadline.ts";
+export { OtelStoreTracing, STORE_TRACING, type StoreTracing } from "./tracing.ts";

@@ -1,10 +1,12 @@
 /**
  * The admin listener's application (Hono): `GET /health`, `GET /metrics`
- * (Prometheus text), and the admin API under `/admin/`. When a token is
- * configured, every call under `/admin/` (the mutating ones, and the reads
- * that list client addresses and backends) needs
- * `Authorization: Bearer <admin.token>`; `/health` and `/metrics` stay open
- * for probes and scrapers. The configuration refuses an admin listener on a
+ * (Prometheus text), and the admin API under `/admin/`. Who may call is
+ * decided before any route (`access.ts`): the peer's address
+ * (`admin.allow`), then, for every call under `/admin/`, a bearer token of
+ * `admin.tokens` or `admin.token` whose role (`roles.ts`: viewer, operator,
+ * admin) allows it, with mutating and refused calls in the audit log
+ * (`audit.ts`); `/health`, `/ready` (`ready.ts`)
+ * and `/metrics` stay open for probes and scrapers. The configuration refuses an admin listener on a
  * non-loopback address without a token, so this never fails open.
  *
  * @module
@@ -12,10 +14,12 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { bearerChecker } from "../../shared/bearer.ts";
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../metrics/prometheus.ts";
+import { type AdminAccess, adminAccessOf, AdminCounts, adminGuard } from "./access.ts";
+import type { AuditSink } from "./audit.ts";
 import type { ProxyRuntime } from "../runtime.ts";
 import type { ConnectionInfo } from "../server/server.ts";
+import { poolsReadiness, type Readiness, readyResponse } from "./ready.ts";
 
 /** The part of {@link ProxyRuntime} the admin application uses. */
 export type AdminRuntime = Pick<
@@ -37,10 +41,23 @@ export interface AdminDeps {
   version: string;
   /** `admin.token`: when set, every `/admin/` call needs it as a bearer token. */
   token?: string;
+  /**
+   * Who may call now (`access.ts`: `admin.allow`, `admin.tokens` with their
+   * roles, `admin.token`), asked on every call so that a reload applies;
+   * default: `token` alone, as the `admin` role.
+   */
+  access?: () => AdminAccess;
+  /** The audit log (`admin.audit_log`); none when absent. */
+  audit?: AuditSink;
   /** Wall-clock ms since the epoch; injectable for tests. */
   now?: () => number;
   /** Resident memory in bytes; default `Deno.memoryUsage().rss`. */
   rss?: () => number;
+  /**
+   * What `GET /ready` answers (`ready.ts`: listeners, drain, pools); default:
+   * ready while every pool has an available backend.
+   */
+  readiness?: () => Readiness;
 }
 
 /** Result of a reload. */
@@ -67,19 +84,16 @@ export function createAdminApp(deps: AdminDeps): Hono {
   const rss = deps.rss ?? (() => Deno.memoryUsage().rss);
   const app = new Hono();
 
-  const allowed = bearerChecker(deps.token === undefined ? [] : [deps.token]);
-  app.use("/admin/*", async (c, next) => {
-    if (deps.token !== undefined) {
-      if (!allowed(c.req.header("authorization"))) {
-        c.header("www-authenticate", 'Bearer realm="spooky-admin"');
-        return errorBody(c, 401, "unauthorized", "a valid admin bearer token is required");
-      }
-    }
-    await next();
-  });
+  // The peer's address, then the credential and its role (`access.ts`), before any route.
+  const counts = new AdminCounts();
+  const fixed = deps.access === undefined ? adminAccessOf({ token: deps.token }, []) : undefined;
+  app.use("*", adminGuard({ access: deps.access ?? (() => fixed!), audit: deps.audit, counts }));
 
   app.get("/health", (c) => {
-    const backends = Object.fromEntries(deps.runtime.backends().map((b) => [b.id, b.health]));
+    // A disabled backend takes no request: "disabled", whatever its probes say.
+    const backends = Object.fromEntries(
+      deps.runtime.backends().map((b) => [b.id, b.enabled ? b.health : "disabled"]),
+    );
     const down = deps.runtime.poolsWithoutHealthyBackend();
     return c.json({
       status: down.length === 0 ? "ok" : "degraded",
@@ -90,13 +104,22 @@ export function createAdminApp(deps: AdminDeps): Hono {
     }, down.length === 0 ? 200 : 503);
   });
 
+  app.get("/ready", (c) =>
+    readyResponse(
+      c,
+      deps.readiness?.() ?? poolsReadiness(deps.runtime.poolsWithoutHealthyBackend()),
+    ));
+
   app.get("/metrics", (c) => {
-    const text = renderPrometheus(deps.runtime.metricsView({
-      version: deps.version,
-      uptimeSeconds: (now() - started) / 1000,
-      startTimeSeconds: started / 1000,
-      residentBytes: rss(),
-    }));
+    const text = renderPrometheus({
+      ...deps.runtime.metricsView({
+        version: deps.version,
+        uptimeSeconds: (now() - started) / 1000,
+        startTimeSeconds: started / 1000,
+        residentBytes: rss(),
+      }),
+      admin: counts.snapshot(),
+    });
     return c.body(text, 200, { "content-type": PROMETHEUS_CONTENT_TYPE });
   });
 

@@ -20,6 +20,33 @@
 
 export { type AdminDeps, type AdminRuntime, createAdminApp, type ReloadOutcome } from "./admin.ts";
 export { serialRuns } from "./serial.ts";
+export {
+  action,
+  type AdminAccess,
+  adminAccessFollowing,
+  adminAccessOf,
+  AdminCounts,
+  type AdminResult,
+} from "./access.ts";
+export { type AuditEntry, AuditLog, type AuditSink } from "./audit.ts";
+export {
+  type AdminToken,
+  type AdminTokenParse,
+  AdminTokenSet,
+  MIN_ADMIN_TOKEN_LENGTH,
+  parseAdminToken,
+  requiredRole,
+  roleAllows,
+  tokenDigest,
+} from "./roles.ts";
+export {
+  poolsReadiness,
+  ProxyLifecycle,
+  type Readiness,
+  readiness,
+  readyResponse,
+  type ReadyRuntime,
+} from "./ready.ts";
 // Types of other packages that the signatures above use: the runtime's and the server's.
 export type * from "../mod.ts";
 export type { ConnectionInfo } from "../server/mod.ts";

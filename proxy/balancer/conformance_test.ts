@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { backends, request, seededRandom } from "./_test_util.ts";
 import { createBalancer } from "./create_balancer.ts";
+import { LoadTable } from "./load.ts";
 import type { BackendRef, Balancer, BalanceRequest, LoadBalancingConfig } from "./types.ts";
 
 interface Subject {
@@ -22,6 +23,8 @@ interface Subject {
    * 100) plus the sampling noise of 10,000 distinct keys.
    */
   readonly tolerance: number;
+  /** Whether it reads the pool's load (`least-request`, `latency`). */
+  readonly loadAware?: boolean;
 }
 
 const SUBJECTS: readonly Subject[] = [
@@ -44,12 +47,26 @@ const SUBJECTS: readonly Subject[] = [
     request: (i) => request(`/items/${i}?page=2`),
     tolerance: 0.05,
   },
+  {
+    name: "least-request",
+    config: { type: "least-request" },
+    request: () => request("/"),
+    tolerance: 0.05,
+    loadAware: true,
+  },
+  {
+    name: "latency",
+    config: { type: "latency" },
+    request: () => request("/"),
+    tolerance: 0.05,
+    loadAware: true,
+  },
 ];
 
 const PICKS = 10_000;
 
-function make(s: Subject, list: readonly BackendRef[]): Balancer {
-  return createBalancer(s.config, list, { random: seededRandom(42) });
+function make(s: Subject, list: readonly BackendRef[], load?: LoadTable): Balancer {
+  return createBalancer(s.config, list, { random: seededRandom(42), load });
 }
 
 for (const s of SUBJECTS) {
@@ -196,6 +213,116 @@ for (const s of SUBJECTS) {
         },
       ),
       { numRuns: 300, seed: 1 },
+    );
+  });
+}
+
+for (const s of SUBJECTS) {
+  Deno.test(`#30.3: ${s.name}: an ejected backend gets no picks, and its share again once back`, () => {
+    const lb = make(s, backends(["a", "b", "c"], [100, 100, 100]));
+    let ejected = true;
+    const available = (id: string) => !(ejected && id === "b");
+    const picks = (from: number) => {
+      const counts = new Map<string, number>();
+      for (let i = from; i < from + 3000; i++) {
+        const id = lb.candidates(s.request(i), available)[0].id;
+        counts.set(id, (counts.get(id) ?? 0) + 1);
+      }
+      return counts;
+    };
+    assert.equal(picks(0).get("b"), undefined, "ejected: never first");
+    ejected = false;
+    const back = picks(3000).get("b") ?? 0;
+    assert.ok(back > 3000 / 3 * 0.8, `back: ${back} of 3000 picks`);
+  });
+
+  Deno.test(`#30.3: ${s.name}: drained (rebuilt with weight 0) is never a candidate; its share is split by weight`, () => {
+    const lb = make(s, backends(["a", "b", "c"], [100, 0, 300]));
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 4000; i++) {
+      const order = lb.candidates(s.request(i), () => true).map((b) => b.id);
+      assert.ok(!order.includes("b"), "a drained backend is no candidate, not even a retry");
+      counts.set(order[0], (counts.get(order[0]) ?? 0) + 1);
+    }
+    const a = counts.get("a") ?? 0;
+    assert.ok(Math.abs(a - 1000) <= 1000 * 0.1, `a: ${a} of 4000 picks, expected 1000`);
+  });
+}
+
+for (const s of SUBJECTS.filter((x) => x.loadAware)) {
+  Deno.test(`#30.3: ${s.name}: a balancer rebuilt on the same load table (a reload) keeps what was observed`, () => {
+    let clock = 0;
+    const load = new LoadTable(() => clock);
+    const list = backends(["a", "b"], [100, 100]);
+    const before = make(s, list, load);
+    // b is slow and busy: five attempts in flight, and 200 ms answers (a: 2 ms).
+    for (let i = 0; i < 3; i++) {
+      load.ended(load.started("a"), 2, "ok");
+      load.ended(load.started("b"), 200, "ok");
+    }
+    for (let i = 0; i < 5; i++) load.started("b");
+    clock = 1;
+    const first = (lb: Balancer) => lb.candidates(s.request(0), () => true)[0].id;
+    assert.equal(first(before), "a");
+    const rebuilt = make(s, backends(["a", "b"], [100, 100]), load);
+    for (let i = 0; i < 100; i++) assert.equal(first(rebuilt), "a", `pick ${i}`);
+    // And the attempts of the old generation end on the same counters.
+    for (let i = 0; i < 5; i++) load.ended(load.of("b"), 1, "none");
+    assert.equal(load.of("b").inflight, 0);
+  });
+
+  Deno.test(`#30.3: ${s.name}: simulated slow and fast backends: the fast one takes most of the load`, () => {
+    // A discrete-time run: 8 clients, each sends its next request when the last is
+    // answered; "slow" answers in 50 ms, "fast" in 2 ms.
+    let clock = 0;
+    const load = new LoadTable(() => clock);
+    const lb = make(s, backends(["slow", "fast"], [100, 100]), load);
+    const rtt: Record<string, number> = { slow: 50, fast: 2 };
+    const running: Array<{ until: number; load: ReturnType<LoadTable["started"]>; ms: number }> =
+      [];
+    const counts: Record<string, number> = { slow: 0, fast: 0 };
+    const send = () => {
+      const id = lb.candidates(s.request(0), () => true)[0].id;
+      counts[id]++;
+      running.push({ until: clock + rtt[id], load: load.started(id), ms: rtt[id] });
+    };
+    for (let c = 0; c < 8; c++) send();
+    for (clock = 1; clock <= 5_000; clock++) {
+      for (let i = running.length - 1; i >= 0; i--) {
+        if (running[i].until > clock) continue;
+        load.ended(running[i].load, running[i].ms, "ok");
+        running.splice(i, 1);
+        send();
+      }
+    }
+    const share = counts.fast / (counts.fast + counts.slow);
+    assert.ok(share > 0.9, `fast: ${counts.fast}, slow: ${counts.slow}`);
+  });
+
+  Deno.test(`#30.3: ${s.name}: weights hold under load: weight 300 carries about 3x the requests of weight 100`, () => {
+    let clock = 0;
+    const load = new LoadTable(() => clock);
+    const lb = make(s, backends(["light", "heavy"], [100, 300]), load);
+    const running: Array<{ until: number; load: ReturnType<LoadTable["started"]> }> = [];
+    const counts: Record<string, number> = { light: 0, heavy: 0 };
+    const send = () => {
+      const id = lb.candidates(s.request(0), () => true)[0].id;
+      counts[id]++;
+      running.push({ until: clock + 10, load: load.started(id) });
+    };
+    for (let c = 0; c < 40; c++) send();
+    for (clock = 1; clock <= 5_000; clock++) {
+      for (let i = running.length - 1; i >= 0; i--) {
+        if (running[i].until > clock) continue;
+        load.ended(running[i].load, 10, "ok");
+        running.splice(i, 1);
+        send();
+      }
+    }
+    const ratio = counts.heavy / counts.light;
+    assert.ok(
+      ratio > 2 && ratio < 4.5,
+      `heavy/light = ${ratio.toFixed(2)} (${JSON.stringify(counts)})`,
     );
   });
 }

@@ -5,6 +5,8 @@
  */
 
 import { ConsistentHashBalancer } from "./consistent_hash.ts";
+import { LatencyBalancer } from "./latency.ts";
+import { LeastRequestBalancer } from "./least_request.ts";
 import { RandomBalancer } from "./random.ts";
 import { RoundRobinBalancer } from "./round_robin.ts";
 import {
@@ -12,6 +14,7 @@ import {
   type Balancer,
   BalancerConfigError,
   type BalancerOptions,
+  LOAD_BALANCING_TYPES,
   type LoadBalancingConfig,
 } from "./types.ts";
 
@@ -19,7 +22,9 @@ import {
  * Builds the balancer for `lb.type` over `backends`. Cheap enough to call
  * again whenever weights or the backend list change (e.g. from the admin
  * API): rebuild and swap. A rebuilt `round-robin` restarts its rotation; a
- * rebuilt `consistent-hash` keeps every key whose backend is unchanged.
+ * rebuilt `consistent-hash` keeps every key whose backend is unchanged; a
+ * rebuilt `least-request` or `latency` given the same `opts.load` carries
+ * on from the load observed.
  *
  * @throws {BalancerConfigError} for an unknown type or a bad `key`.
  * @example
@@ -47,11 +52,15 @@ export function createBalancer(
       return new RoundRobinBalancer(backends);
     case "consistent-hash":
       return new ConsistentHashBalancer(backends, { key: lb.key });
+    case "least-request":
+      return new LeastRequestBalancer(backends, opts);
+    case "latency":
+      return new LatencyBalancer(backends, opts);
     default:
       throw new BalancerConfigError(
-        `load_balancing.type ${
-          JSON.stringify((lb as { type: unknown }).type)
-        } must be random, round-robin or consistent-hash`,
+        `load_balancing.type ${JSON.stringify((lb as { type: unknown }).type)} must be one of ${
+          LOAD_BALANCING_TYPES.join(", ")
+        }`,
       );
   }
 }

@@ -1,6 +1,8 @@
 /**
- * Load balancing: `random`, smooth weighted `round-robin` and
- * `consistent-hash`, behind one {@link Balancer} interface. The balancer
+ * Load balancing: `random`, smooth weighted `round-robin`,
+ * `consistent-hash`, and the load-aware `least-request` and `latency`
+ * (which read the pool's {@link LoadTable}, fed by the forwarder), behind
+ * one {@link Balancer} interface. The balancer
  * also owns the `load_balancing` vocabulary the configuration schema uses
  * ({@link LoadBalancingConfig}, {@link parseHashKey}).
  *
@@ -25,6 +27,7 @@ export {
   BalancerConfigError,
   type BalanceRequest,
   type BalancerOptions,
+  isLoadAware,
   LOAD_BALANCING_TYPES,
   type LoadBalancingConfig,
   type LoadBalancingType,
@@ -33,6 +36,18 @@ export {
 export { createBalancer } from "./create_balancer.ts";
 export { RandomBalancer } from "./random.ts";
 export { RoundRobinBalancer } from "./round_robin.ts";
+export { type LoadScore, TwoChoicesBalancer } from "./two_choices.ts";
+export { LeastRequestBalancer } from "./least_request.ts";
+export { LatencyBalancer } from "./latency.ts";
+export {
+  type AttemptObserver,
+  type AttemptResult,
+  BackendLoad,
+  LATENCY_DECAY_MS,
+  type LoadReader,
+  LoadTable,
+  UNMEASURED_PENALTY,
+} from "./load.ts";
 export {
   ConsistentHashBalancer,
   type ConsistentHashOptions,
@@ -53,3 +68,5 @@ export {
   queryValue,
 } from "./hash_key.ts";
 export { fmix32, fnv1a64, hash32, pointHash } from "./hash.ts";
+// Types of other packages that this package's signatures use.
+export type { BackendTlsSetting, ClientCertificate } from "../upstream/client_certificate.ts";

@@ -4,6 +4,9 @@
  * @module
  */
 
+import type { BackendTlsSetting } from "../upstream/client_certificate.ts";
+import type { LoadReader } from "./load.ts";
+
 /** A backend as the balancer sees it. `weight` 0 means drained: never returned. */
 export interface BackendRef {
   /** Unique backend identifier (`backends[].id`). */
@@ -13,7 +16,7 @@ export interface BackendRef {
   /** Relative weight (config default 100). 0, negative or non-finite means drained. */
   readonly weight: number;
   /** The backend's `tls` setting (HTTP/2 over TLS), when it has one. */
-  readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  readonly tls?: BackendTlsSetting;
   /** How the proxy speaks to it (`backends[].protocol`; default `h2`). */
   readonly protocol?: "h2" | "http1" | "auto";
 }
@@ -56,7 +59,13 @@ export interface Balancer {
 }
 
 /** The load-balancing algorithms (`load_balancing.type`), in the order error messages list them. */
-export const LOAD_BALANCING_TYPES = ["random", "round-robin", "consistent-hash"] as const;
+export const LOAD_BALANCING_TYPES = [
+  "random",
+  "round-robin",
+  "consistent-hash",
+  "least-request",
+  "latency",
+] as const;
 
 /** One of {@link LOAD_BALANCING_TYPES}. */
 export type LoadBalancingType = (typeof LOAD_BALANCING_TYPES)[number];
@@ -70,12 +79,28 @@ export type LoadBalancingType = (typeof LOAD_BALANCING_TYPES)[number];
 export type LoadBalancingConfig =
   | { readonly type: "random" }
   | { readonly type: "round-robin" }
-  | { readonly type: "consistent-hash"; readonly key?: string };
+  | { readonly type: "consistent-hash"; readonly key?: string }
+  | { readonly type: "least-request" }
+  | { readonly type: "latency" };
+
+/** Whether `type` reads the pool's load (`least-request`, `latency`): its requests feed a `LoadTable`. */
+export function isLoadAware(type: LoadBalancingType): boolean {
+  return type === "least-request" || type === "latency";
+}
 
 /** Options shared by the balancer factories. */
 export interface BalancerOptions {
-  /** Uniform random numbers in [0, 1); defaults to `Math.random`. Used by `random`. */
+  /**
+   * Uniform random numbers in [0, 1); defaults to `Math.random`. Used by
+   * `random`, `least-request` and `latency`.
+   */
   readonly random?: () => number;
+  /**
+   * The pool's load (in flight, response times: `load.ts`), read by
+   * `least-request` and `latency`; kept across reloads by the caller, so a
+   * rebuilt balancer carries on. Default: a table of the balancer's own.
+   */
+  readonly load?: LoadReader;
 }
 
 /** Raised by the factories for a configuration they cannot honour (e.g. a bad hash key). */

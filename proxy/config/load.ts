@@ -30,6 +30,8 @@ import {
   readPemFileSync,
 } from "./_files.ts";
 import { issueMessage } from "./_issues.ts";
+import { readConfigSecrets } from "./_secret_files.ts";
+import type { ConfigSecrets } from "./secrets.ts";
 import { knownKeys, nearestKey } from "./_hints.ts";
 import { takeRemovedKeys } from "./_removed_keys.ts";
 import { formatPath, type KeyPath, lineOfPath } from "./_yaml_lines.ts";
@@ -62,6 +64,11 @@ export type LoadResult =
     warnings: ConfigProblem[];
     /** The certificate and key texts as read and checked (absent when files were not checked). */
     pem?: TlsPem;
+    /**
+     * What the key, token and client certificate files hold, read and
+     * checked (absent when files were not read: {@link parseConfigText}).
+     */
+    secrets?: ConfigSecrets;
   }
   | { ok: false; kind: "load"; message: string }
   | { ok: false; kind: "invalid"; problems: ConfigProblem[] };
@@ -101,8 +108,23 @@ export interface LoadOptions {
    * it, only the files themselves are checked.
    */
   checkTlsPair?: (pem: TlsPem) => Promise<TlsPairProblem | null>;
+  /**
+   * Looks up the backend addresses that name a host and says which do not
+   * resolve, each at the key path of a backend naming it: warnings, never
+   * problems (a name may resolve later). Injected by `main.ts` (DNS is I/O);
+   * without it, names are not looked up.
+   */
+  checkBackendNames?: (config: Config) => Promise<BackendNameWarning[]>;
   /** Clock for the certificate validity warnings (ms since the epoch); default `Date.now`. */
   now?: () => number;
+}
+
+/** A backend address that did not resolve, where the configuration names it. */
+export interface BackendNameWarning {
+  /** Key path of the address (`["upstream", "api", "backends", 0, "address"]`). */
+  readonly path: readonly (string | number)[];
+  /** What happened, and what the proxy does meanwhile. */
+  readonly message: string;
 }
 
 /** The most YAML syntax errors spelled out in one message. */
@@ -143,7 +165,12 @@ export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<
     const problem = await opts.checkTlsPair({ cert: pem.cert, key: pem.key });
     if (problem !== null) v.add(["listen", "tls", problem.at], problem.message);
   }
-  return v.finish(pem, opts.now ?? Date.now);
+  if (opts.checkBackendNames && v.config !== undefined) {
+    for (const w of await opts.checkBackendNames(v.config)) v.warn(w.path, w.message);
+  }
+  const now = opts.now ?? Date.now;
+  const secrets = v.config === undefined ? undefined : await readConfigSecrets(v.config, v, now());
+  return v.finish(pem, now, secrets);
 }
 
 /**
@@ -175,10 +202,14 @@ export function parseConfigText(
 interface Validation {
   ok: true;
   tlsPaths: Partial<Record<PemKind, string>>;
+  /** The schema's output, its file paths resolved; absent when the schema found problems. */
+  config?: Config;
   /** Adds a problem at a key path (its line is looked up). */
   add(path: KeyPath, message: string): void;
+  /** Adds a warning at a key path. */
+  warn(path: KeyPath, message: string): void;
   /** The result: the problems, or the frozen config with warnings. */
-  finish(pem: Partial<TlsPem>, now: () => number): LoadResult;
+  finish(pem: Partial<TlsPem>, now: () => number, secrets?: ConfigSecrets): LoadResult;
 }
 
 function validateText(
@@ -248,25 +279,23 @@ function validateText(
     tlsPaths[kind] = baseDir !== undefined && !isAbsolute(given) ? resolve(baseDir, given) : given;
   }
 
-  const finish = (pem: Partial<TlsPem>, now: () => number): LoadResult => {
+  const fileWarnings: ConfigProblem[] = [];
+  if (parsed.success) resolveFilePaths(parsed.data, baseDir);
+  const finish = (
+    pem: Partial<TlsPem>,
+    now: () => number,
+    secrets?: ConfigSecrets,
+  ): LoadResult => {
     if (!parsed.success || problems.length > 0) {
       return { ok: false, kind: "invalid", problems: sortByLine(problems) };
     }
     const config = parsed.data;
     if (tlsPaths.cert !== undefined) config.listen.tls.cert = tlsPaths.cert;
     if (tlsPaths.key !== undefined) config.listen.tls.key = tlsPaths.key;
-    // A backend's `tls.ca` is a path too, relative to the config file's folder.
-    for (const pool of Object.values(config.upstream)) {
-      for (const b of pool.backends) {
-        const ca = b.tls?.ca;
-        if (ca !== undefined && baseDir !== undefined && !isAbsolute(ca)) {
-          b.tls!.ca = resolve(baseDir, ca);
-        }
-      }
-    }
     const warnings = removed.filter((r) => r.severity === "warning").map((r) =>
       at(r.path, r.message)
     );
+    warnings.push(...fileWarnings);
     if (pem.cert !== undefined) {
       const w = validityWarning(pem.cert, now());
       if (w !== null) warnings.push(at(["listen", "tls", "cert"], w));
@@ -275,9 +304,43 @@ function validateText(
     if (pem.cert !== undefined && pem.key !== undefined) {
       result.pem = { cert: pem.cert, key: pem.key };
     }
+    if (secrets !== undefined) result.secrets = secrets;
     return result;
   };
-  return { ok: true, tlsPaths, add, finish };
+  return {
+    ok: true,
+    tlsPaths,
+    config: parsed.success && problems.length === 0 ? parsed.data : undefined,
+    add,
+    warn: (path, message) => fileWarnings.push(at(path, message)),
+    finish,
+  };
+}
+
+/**
+ * Resolves the paths of the files a configuration reads against the
+ * configuration file's folder (`baseDir`; none: left as written): a
+ * backend's `tls.ca`, `tls.cert` and `tls.key`, each pool's
+ * `auth.api_keys.keys_file` and `auth.jwt.jwks_file`, and every
+ * `admin.tokens[].token_file`. Files the proxy writes (logs, the audit
+ * log) are taken as written.
+ */
+function resolveFilePaths(config: Config, baseDir: string | undefined): void {
+  if (baseDir === undefined) return;
+  const at = (path: string) => isAbsolute(path) ? path : resolve(baseDir, path);
+  for (const pool of Object.values(config.upstream)) {
+    for (const b of pool.backends) {
+      const tls = b.tls;
+      if (tls === undefined) continue;
+      if (tls.ca !== undefined) tls.ca = at(tls.ca);
+      if (tls.cert !== undefined) tls.cert = at(tls.cert);
+      if (tls.key !== undefined) tls.key = at(tls.key);
+    }
+    const auth = pool.auth;
+    if (auth?.api_keys !== undefined) auth.api_keys.keys_file = at(auth.api_keys.keys_file);
+    if (auth?.jwt !== undefined) auth.jwt.jwks_file = at(auth.jwt.jwks_file);
+  }
+  for (const t of config.admin?.tokens ?? []) t.token_file = at(t.token_file);
 }
 
 /** A warning when the certificate is expired or not valid yet at `now`, else `null`. */

@@ -672,7 +672,13 @@ interface ValidRow {
 }
 
 /** The admin listener's connection limits when the file sets none. */
-const ADMIN_DEFAULTS = { header_timeout_ms: 10000, idle_timeout_ms: 60000, max_connections: 64 };
+const ADMIN_DEFAULTS = {
+  header_timeout_ms: 10000,
+  idle_timeout_ms: 60000,
+  max_connections: 64,
+  tokens: [],
+  ready: { require: "all_pools" },
+};
 
 const VALID: ValidRow[] = [
   {
@@ -837,6 +843,8 @@ Deno.test("minimal config gets every default", () => {
         backends: [{ id: "a", address: "127.0.0.1:8081", weight: 100, protocol: "h2" }],
         request_timeout_ms: 30000,
         connect_timeout_ms: 10000,
+        dns_refresh_ms: 30000,
+        max_pending: 0,
       },
     },
     load_balancing: { type: "round-robin" },
@@ -871,6 +879,7 @@ Deno.test("minimal config gets every default", () => {
     passive_health: { enabled: true, consecutive_failures: 5, eject_ms: 5000 },
     trusted_proxies: [],
     rate_limits: [],
+    dns: { servers: [], timeout_ms: 5000 },
   });
 });
 
@@ -1136,7 +1145,7 @@ Deno.test("examples/proxy.yaml is a valid configuration", () => {
   const examples = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "examples");
   const text = Deno.readTextFileSync(join(examples, "proxy.yaml"));
   const config = configOf(parseConfigText(text, { baseDir: examples, checkFiles: false }));
-  assert.deepEqual(Object.keys(config.upstream), ["api", "docs", "static"]);
+  assert.deepEqual(Object.keys(config.upstream), ["api", "canary", "docs", "static"]);
   assert.equal(config.upstream.docs.route.host, "docs.example.com");
   // On loopback without a token: the copied file passes --check as it is.
   assert.deepEqual(config.admin, { address: "127.0.0.1", port: 9890, ...ADMIN_DEFAULTS });

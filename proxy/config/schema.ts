@@ -33,22 +33,33 @@ import {
 import { parseCidr } from "../../shared/cidr.ts";
 import { fieldNameError, fieldValueError, HOP_BY_HOP, isToken } from "../http/mod.ts";
 import { LOAD_BALANCING_TYPES, type LoadBalancingConfig } from "../balancer/types.ts";
+import { DEFAULT_BUDGET_PERCENT, DEFAULT_MIN_RETRIES_PER_SECOND } from "../retry/budget.ts";
+import { RETRY_ON_FAILURES } from "../retry/retry_on.ts";
 import type {
   AccessLogConfig,
   AdminConfig,
+  AdminReadyConfig,
+  AdminTokenConfig,
+  ApiKeysAuthConfig,
+  AuthConfig,
   BackendConfig,
   Config,
+  DnsConfig,
   HeaderRulesConfig,
   HeadersConfig,
   HealthCheckConfig,
+  JwtAuthConfig,
   LimitsConfig,
   ListenConfig,
   LogConfig,
   PassiveHealthConfig,
   RateLimitConfig,
+  RetriesConfig,
   RouteConfig,
+  RouteHeaderCondition,
   TlsConfig,
   UpstreamConfig,
+  WebSocketConfig,
 } from "./types.ts";
 
 export { DEFAULT_HASH_KEY, LOAD_BALANCING_TYPES };
@@ -204,6 +215,16 @@ const nonEmpty = (message = "must not be empty") => z.string().min(1, { message 
  */
 const ALWAYS = { when: (payload: { value: unknown }) => isRecord(payload.value) };
 
+/** An IPv4 or IPv6 address or CIDR (`trusted_proxies`, `admin.allow`). */
+function cidrString() {
+  return z.string().refine((c) => typeof parseCidr(c) !== "string", {
+    error: (issue) => {
+      const why = parseCidr(String(issue.input));
+      return `must be an IPv4 or IPv6 address or CIDR such as 10.0.0.0/8 or fd00::/8 (${why})`;
+    },
+  });
+}
+
 /** `listen.tls`: certificate and key paths. `ca` is always rejected. */
 export const TlsConfigSchema = z.strictObject({
   cert: nonEmpty(),
@@ -267,7 +288,86 @@ export const LoadBalancingConfigSchema = LoadBalancingInput.superRefine((lb, ctx
   return { type: "consistent-hash", key: key ? formatHashKey(key) : text };
 });
 
-/** `route`: how requests are matched to a pool. At least one field is required. */
+/** Methods the proxy answers itself (501) before routing: a route cannot name them. */
+const UNROUTED_METHODS = new Set(["TRACE", "TRACK", "CONNECT"]);
+
+/** One `route.methods` entry: an uppercase method token the proxy forwards. */
+const RouteMethodSchema = z.string().superRefine((m, ctx) => {
+  if (!isToken(m) || m !== m.toUpperCase()) {
+    ctx.addIssue({
+      code: "custom",
+      message:
+        "must be an uppercase HTTP method token such as GET or POST (methods are case-sensitive)",
+    });
+  } else if (UNROUTED_METHODS.has(m)) {
+    ctx.addIssue({
+      code: "custom",
+      message: `is answered 501 by the proxy before routing: no route can serve ${m}`,
+    });
+  }
+});
+
+/** A `route.headers` condition: an exact value, `{prefix: ...}` or `{present: true|false}`. */
+const RouteHeaderConditionSchema = z.union([
+  z.string(),
+  z.strictObject({ prefix: nonEmpty() }),
+  z.strictObject({ present: z.boolean() }),
+], {
+  error: "must be a value (exact match; quote numbers), {prefix: <value>} or {present: true|false}",
+});
+
+/** Why `name` may not be a `route.headers` key, or null. */
+function routeHeaderNameError(name: string): string | null {
+  if (name.startsWith(":")) {
+    return "is a pseudo-header: route on it with host, path_prefix or methods";
+  }
+  const lower = name.toLowerCase();
+  if (lower === "host") return "is the request's authority: route on it with route.host";
+  const invalid = fieldNameError(lower);
+  return invalid === null ? null : `is no valid field name: ${invalid}`;
+}
+
+/** Checks the names and values of `route.headers`; issues at `[name]`. */
+function checkRouteHeaders(headers: unknown, ctx: z.RefinementCtx): void {
+  if (!isRecord(headers)) return;
+  const seen = new Map<string, string>();
+  for (const [name, condition] of Object.entries(headers)) {
+    const why = routeHeaderNameError(name);
+    if (why !== null) {
+      ctx.addIssue({ code: "custom", path: [name], message: why });
+      continue;
+    }
+    const twin = seen.get(name.toLowerCase());
+    if (twin !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [name],
+        message: `names the same field as ${twin} (names are case-insensitive)`,
+      });
+    }
+    seen.set(name.toLowerCase(), name);
+    const value = typeof condition === "string"
+      ? condition
+      : isRecord(condition) && typeof condition.prefix === "string"
+      ? condition.prefix
+      : undefined;
+    const bad = value === undefined ? null : fieldValueError(name.toLowerCase(), value);
+    if (bad !== null) ctx.addIssue({ code: "custom", path: [name], message: bad });
+  }
+}
+
+/**
+ * `route.headers`: field name → condition, every one must hold. Names are
+ * lowercased; pseudo-headers and `host` (use `route.host`) are refused.
+ */
+const RouteHeadersSchema = z.record(z.string(), RouteHeaderConditionSchema)
+  .superRefine(checkRouteHeaders)
+  .transform((h): Record<string, RouteHeaderCondition> => lowercaseKeys(h));
+
+/**
+ * `route`: how requests are matched to a pool. At least one of `host` and
+ * `path_prefix` is required; `methods` and `headers` narrow it further.
+ */
 export const RouteConfigSchema = z.strictObject({
   host: z.string().refine(isRouteHost, {
     message: "must be a hostname or a *.example.com wildcard, with an optional :port",
@@ -277,6 +377,10 @@ export const RouteConfigSchema = z.strictObject({
     .refine(isPlainPath, {
       message: "must be a path without whitespace, control characters, ? or #",
     }).optional(),
+  methods: z.array(RouteMethodSchema).min(1, {
+    message: "must list at least one method (leave methods out to match any)",
+  }).optional(),
+  headers: RouteHeadersSchema.optional(),
 }).superRefine((route, ctx) => {
   if (route.host === undefined && route.path_prefix === undefined) {
     ctx.addIssue({ code: "custom", message: "needs at least one of host and path_prefix" });
@@ -386,8 +490,8 @@ function headerRulesSchema(side: "request" | "response") {
   }));
 }
 
-function lowercaseKeys(map: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
+function lowercaseKeys<V>(map: Record<string, V>): Record<string, V> {
+  const out: Record<string, V> = {};
   for (const [name, value] of Object.entries(map)) out[name.toLowerCase()] = value;
   return out;
 }
@@ -425,7 +529,11 @@ export const BackendTlsConfigSchema = z.preprocess(
   z.strictObject({
     ca: nonEmpty().optional(),
     server_name: nonEmpty().optional(),
-  }, { error: "must be true, false or a mapping with ca and server_name" }).optional(),
+    /** Client certificate chain (PEM file) for mutual TLS; needs `key`. */
+    cert: nonEmpty().optional(),
+    /** Its private key (PEM file); needs `cert`. */
+    key: nonEmpty().optional(),
+  }, { error: "must be true, false or a mapping with ca, server_name, cert and key" }).optional(),
 );
 
 /** `protocol` of a backend: how the proxy speaks to it. */
@@ -443,6 +551,8 @@ export const BackendConfigSchema = z.strictObject({
   }),
   weight: nonNegativeInt().default(100),
   health_check: HealthCheckConfigSchema.optional(),
+  /** Requests in flight to the backend at most (circuit breaking); unlimited when absent. */
+  max_inflight: int(1, 1_000_000, "must be an integer from 1 to 1000000 (requests)").optional(),
   tls: BackendTlsConfigSchema,
   protocol: z.enum(BACKEND_PROTOCOLS, {
     error: `must be one of ${BACKEND_PROTOCOLS.join(", ")}`,
@@ -455,7 +565,208 @@ export const BackendConfigSchema = z.strictObject({
       message: "auto needs tls (the protocol is chosen by ALPN)",
     });
   }
+  const tls = b.tls;
+  if (tls !== undefined && (tls.cert === undefined) !== (tls.key === undefined)) {
+    const missing = tls.cert === undefined ? "cert" : "key";
+    ctx.addIssue({
+      code: "custom",
+      path: ["tls", missing === "cert" ? "key" : "cert"],
+      message: `needs tls.${missing} too (a client certificate and its key go together)`,
+    });
+  }
 });
+
+/** The JWS algorithms `auth.jwt.algorithms` may name. */
+export const JWT_ALGORITHMS = ["RS256", "ES256", "EdDSA", "HS256"] as const;
+
+/** The asymmetric algorithms accepted when `auth.jwt.algorithms` is not given. */
+const DEFAULT_JWT_ALGORITHMS = ["RS256", "ES256", "EdDSA"] as const;
+
+/** A JWT claim name as `required_claims` and `forward_claims` name it. */
+const CLAIM_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+const CLAIM_NAME_MESSAGE = "must be a claim name: 1 to 64 letters, digits, _ . : or -";
+
+/**
+ * Why `name` cannot be a field `auth` reads a credential from or writes a
+ * claim into, or null: it must be a valid field name the proxy does not own
+ * (no pseudo-header, connection-specific field, `content-length`, `host`).
+ */
+function authFieldError(name: string, what: string): string | null {
+  if (name.startsWith(":")) return `is a pseudo-header: it cannot be ${what}`;
+  const lower = name.toLowerCase();
+  const invalid = fieldNameError(lower);
+  if (invalid !== null) return `is no valid field name: ${invalid}`;
+  if (isProxyOwnedField(lower) || lower === "host") {
+    return `is connection-specific, frames the message or routes it: it cannot be ${what}`;
+  }
+  return null;
+}
+
+/** `auth.api_keys`: the field carrying the key, and the file of keys. */
+export const ApiKeysAuthConfigSchema = z.strictObject({
+  header: z.string().superRefine((name, ctx) => {
+    const why = authFieldError(name, "an API key field") ??
+      (name.toLowerCase() === "authorization"
+        ? "is the JWT's field: give API keys a field of their own (x-api-key)"
+        : null);
+    if (why !== null) ctx.addIssue({ code: "custom", message: why });
+  }).transform((name) => name.toLowerCase()).default("x-api-key"),
+  keys_file: nonEmpty(),
+}).transform((c): ApiKeysAuthConfig => c);
+
+/** `required_claims`: a list of claim names, or a map of claim name to the value it must hold. */
+const RequiredClaimsSchema = z.union([
+  z.array(z.string().regex(CLAIM_NAME, { message: CLAIM_NAME_MESSAGE })),
+  z.record(
+    z.string().regex(CLAIM_NAME, { message: CLAIM_NAME_MESSAGE }),
+    z.string({ error: "must be the value the claim must hold (a string)" }),
+  ),
+], { error: "must be a list of claim names or a map of claim name to required value" })
+  .transform((claims): Record<string, string | null> =>
+    Array.isArray(claims) ? Object.fromEntries(claims.map((name) => [name, null])) : { ...claims }
+  );
+
+/** `forward_claims`: claim name → the request field it is forwarded in. */
+const ForwardClaimsSchema = z.record(
+  z.string().regex(CLAIM_NAME, { message: CLAIM_NAME_MESSAGE }),
+  z.string({ error: "must be a field name" }),
+).superRefine((map, ctx) => {
+  const seen = new Map<string, string>();
+  for (const [claim, field] of Object.entries(map)) {
+    if (typeof field !== "string") continue;
+    const lower = field.toLowerCase();
+    const why = authFieldError(field, "a forwarded claim") ??
+      (lower === "authorization" ? "is the credential's field" : null);
+    if (why !== null) ctx.addIssue({ code: "custom", path: [claim], message: why });
+    const twin = seen.get(lower);
+    if (twin !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [claim],
+        message: `names the same field as claim ${twin} (names are case-insensitive)`,
+      });
+    }
+    seen.set(lower, claim);
+  }
+}).transform((map) =>
+  Object.fromEntries(Object.entries(map).map(([claim, field]) => [claim, field.toLowerCase()]))
+);
+
+/** `auth.jwt`: bearer JWTs verified against a JWKS file, with `iss`, `aud` and claim rules. */
+export const JwtAuthConfigSchema = z.strictObject({
+  jwks_file: nonEmpty(),
+  algorithms: z.array(z.enum(JWT_ALGORITHMS, {
+    error: `must be one of ${JWT_ALGORITHMS.join(", ")}`,
+  })).min(1, { message: "needs at least one algorithm" })
+    .transform((algs) => [...new Set(algs)])
+    .default([...DEFAULT_JWT_ALGORITHMS]),
+  issuers: z.array(nonEmpty()).default([]),
+  audiences: z.array(nonEmpty()).default([]),
+  clock_skew_s: int(0, 3600, "must be an integer from 0 to 3600 (seconds)").default(30),
+  required_claims: RequiredClaimsSchema.prefault([]),
+  forward_claims: ForwardClaimsSchema.default({}),
+}).transform((c): JwtAuthConfig => c);
+
+/**
+ * `auth` of a pool: `api_keys` and/or `jwt` (either credential admits a
+ * request); `forward_credentials: false` keeps the credential field from
+ * the backend.
+ */
+export const AuthConfigSchema = z.strictObject({
+  api_keys: ApiKeysAuthConfigSchema.optional(),
+  jwt: JwtAuthConfigSchema.optional(),
+  forward_credentials: z.boolean().default(true),
+}).superRefine((auth, ctx) => {
+  if (auth.api_keys === undefined && auth.jwt === undefined) {
+    ctx.addIssue({ code: "custom", message: "needs api_keys, jwt or both" });
+  }
+}, ALWAYS).transform((c): AuthConfig => c);
+
+/** One `retries.retry_on` entry: a failure's name, or a backend status 400-599 as a number. */
+const RetryOnSchema = z.union([
+  z.enum(RETRY_ON_FAILURES),
+  int(400, 599, "must be a status from 400 to 599"),
+], {
+  error: `must be ${RETRY_ON_FAILURES.join(", ")} or a backend status from 400 to 599 (a number)`,
+});
+
+/**
+ * `retries` of a pool: `attempts` more sends at most, for the reasons
+ * `retry_on` names, each attempt within `per_try_timeout_ms`, exponential
+ * backoff with full jitter between them, and an Envoy-style budget.
+ */
+export const RetriesConfigSchema = z.strictObject({
+  attempts: int(0, 10, "must be an integer from 0 to 10 (retries after the first attempt)")
+    .default(1),
+  per_try_timeout_ms: positiveInt("milliseconds").optional(),
+  retry_on: z.array(RetryOnSchema).min(1, {
+    message: "must name at least one reason (leave retries out for the default rule)",
+  }).superRefine((reasons, ctx) => {
+    reasons.forEach((r, index) => {
+      if (reasons.indexOf(r) !== index) {
+        ctx.addIssue({ code: "custom", path: [index], message: `repeats ${r}` });
+      }
+    });
+  }).default([...RETRY_ON_FAILURES]),
+  budget_percent: z.number().refine((n) => Number.isFinite(n) && n >= 0 && n <= 100, {
+    message: "must be a number from 0 to 100 (percent)",
+  }).default(DEFAULT_BUDGET_PERCENT),
+  min_retries_per_second: int(0, 10_000, "must be an integer from 0 to 10000")
+    .default(DEFAULT_MIN_RETRIES_PER_SECOND),
+  backoff_base_ms: int(0, 60_000, "must be an integer from 0 to 60000 (milliseconds)")
+    .default(25),
+  backoff_max_ms: int(0, 600_000, "must be an integer from 0 to 600000 (milliseconds)")
+    .default(250),
+}).superRefine((r, ctx) => {
+  const base = r.backoff_base_ms ?? 25;
+  if (typeof r.backoff_max_ms === "number" && typeof base === "number" && r.backoff_max_ms < base) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["backoff_max_ms"],
+      message: `must be at least backoff_base_ms (${base})`,
+    });
+  }
+}, ALWAYS).transform((r): RetriesConfig => r);
+
+/**
+ * A pool's traffic limits that span keys: `retries.per_try_timeout_ms`
+ * within `request_timeout_ms`, and `max_pending` only where a backend sets
+ * `max_inflight` (else nothing ever waits). The value may be partly
+ * invalid: shapes are checked before use.
+ */
+function checkPoolTraffic(pool: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const retries = pool.retries;
+  const timeout = typeof pool.request_timeout_ms === "number" ? pool.request_timeout_ms : 30000;
+  if (isRecord(retries) && typeof retries.per_try_timeout_ms === "number") {
+    if (retries.per_try_timeout_ms > timeout) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["retries", "per_try_timeout_ms"],
+        message: `must not exceed request_timeout_ms (${timeout}), which bounds the whole request`,
+      });
+    }
+  }
+  const backends = Array.isArray(pool.backends) ? pool.backends : [];
+  const limited = backends.some((b) => isRecord(b) && b.max_inflight !== undefined);
+  if (typeof pool.max_pending === "number" && pool.max_pending > 0 && !limited) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["max_pending"],
+      message: "has no effect: no backend of the pool sets max_inflight, so nothing ever waits",
+    });
+  }
+}
+
+/**
+ * `websocket` of a pool: whether WebSocket handshakes are forwarded, and how
+ * long a WebSocket may stay silent (`idle_timeout_ms`) or open at all
+ * (`max_duration_ms`, no limit when absent).
+ */
+export const WebSocketConfigSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  idle_timeout_ms: positiveInt("milliseconds").default(300_000),
+  max_duration_ms: positiveInt("milliseconds").optional(),
+}).transform((c): WebSocketConfig => c);
 
 /**
  * One pool of `upstream`. `load_balancing` is left `undefined` when not given:
@@ -474,9 +785,23 @@ export const UpstreamConfigSchema = z.strictObject({
   connect_timeout_ms: positiveInt("milliseconds").default(10000),
   /** Field rewriting: `request` (what the backend is sent) and `response` (what the client gets). */
   headers: HeadersConfigSchema.optional(),
+  /** When and how often requests are sent again (see {@link RetriesConfigSchema}). */
+  retries: RetriesConfigSchema.optional(),
+  /** Requests waiting for a slot when every candidate is at its `max_inflight`. */
+  max_pending: int(0, 100_000, "must be an integer from 0 to 100000 (requests)").default(0),
   /** The `rate_limits` entry applied to the pool (checked to exist by {@link ConfigSchema}). */
   rate_limit: nonEmpty().optional(),
-});
+  /**
+   * How often a backend address that names a host is looked up again, in
+   * milliseconds (sooner when the answer's TTL is shorter); see {@link DnsConfigSchema}.
+   */
+  dns_refresh_ms: int(100, 86_400_000, "must be an integer from 100 to 86400000 (milliseconds)")
+    .default(30_000),
+  /** Edge authentication: API keys and/or JWT, checked before any backend is asked. */
+  auth: AuthConfigSchema.optional(),
+  /** WebSockets through the pool: on by default, with their idle and total limits. */
+  websocket: WebSocketConfigSchema.optional(),
+}).superRefine(checkPoolTraffic, ALWAYS);
 
 /** A rate limit's name: a token usable as a metrics label and a `RateLimit-Policy` name. */
 const RATE_LIMIT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -645,6 +970,56 @@ export function isLoopbackAddress(address: string): boolean {
   return mapped !== null && (parseInt(mapped[1], 16) >> 8) === 127;
 }
 
+/** The id of an `admin.tokens` entry: its file's name (never the token). */
+export function tokenFileId(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+/** The roles of `admin.tokens[].role`, least first. */
+export const ADMIN_ROLES = ["viewer", "operator", "admin"] as const;
+
+/** One entry of `admin.tokens`: a file holding a token, and its role. */
+export const AdminTokenConfigSchema = z.strictObject({
+  token_file: nonEmpty(),
+  role: z.enum(ADMIN_ROLES, { error: `must be one of ${ADMIN_ROLES.join(", ")}` }),
+}).transform((t): AdminTokenConfig => t);
+
+/** `admin.ready.require`: which pools must have an available backend for `GET /ready` to be 200. */
+export const READY_REQUIREMENTS = ["all_pools", "any_pool"] as const;
+
+/**
+ * `admin.ready`: `require: all_pools` (default) makes `GET /ready` 200 only
+ * while every pool has a healthy, enabled backend; `any_pool`, while one has.
+ */
+export const AdminReadyConfigSchema = z.strictObject({
+  require: z.enum(READY_REQUIREMENTS, {
+    error: `must be one of ${READY_REQUIREMENTS.join(", ")}`,
+  }).default("all_pools"),
+});
+
+/** True when `s` is a name server: an IP address, with an optional port (IPv6 then in brackets). */
+function isNameServer(s: string): boolean {
+  if (isIPv4(s) || isIPv6(s)) return true;
+  const hp = parseHostPort(s);
+  return hp !== null && (isIPv4(hp.host) || isIPv6(hp.host));
+}
+
+/**
+ * `dns`: how backend addresses that name a host (`api.internal:8080`) are
+ * looked up: the name servers asked (A and AAAA; empty: the system's, from
+ * `/etc/resolv.conf`) and how long one lookup may take. Each pool's
+ * `dns_refresh_ms` says how often.
+ */
+export const DnsConfigSchema = z.strictObject({
+  servers: z.array(
+    z.string().refine(isNameServer, {
+      message:
+        "must be a name server's IP address with an optional port: 10.0.0.2, 10.0.0.2:5353, fd00::53 or [fd00::53]:5353",
+    }),
+  ).default([]),
+  timeout_ms: int(100, 60_000, "must be an integer from 100 to 60000 (milliseconds)").default(5000),
+});
+
 /** Message given when a non-loopback admin listener has no token. */
 export const ADMIN_TOKEN_REQUIRED =
   "is required when admin.address is not a loopback address: without it anyone who can " +
@@ -663,19 +1038,52 @@ export const AdminConfigSchema = z.strictObject({
   }).default("127.0.0.1"),
   port: int(0, 65535, LISTEN_PORT_MESSAGE),
   token: nonEmpty().optional(),
+  /** Tokens with roles (`viewer`, `operator`, `admin`), each in its own file. */
+  tokens: z.array(AdminTokenConfigSchema).default([]),
+  /** CIDRs of the peers served; absent: any peer. */
+  allow: z.array(cidrString()).optional(),
+  /** JSON lines of every mutating call and every refused one. */
+  audit_log: nonEmpty().optional(),
   /** Open admin connections; past it newcomers are closed at once. */
   max_connections: positiveInt().default(64),
   /** An admin connection with no complete request head this long after it opened is closed, in ms. */
   header_timeout_ms: positiveInt("milliseconds").default(10000),
   /** An admin connection with no request in flight for this long is closed, in ms. */
   idle_timeout_ms: positiveInt("milliseconds").default(60000),
+  /** `GET /ready`: what the proxy needs to call itself ready. */
+  ready: AdminReadyConfigSchema.prefault({}),
 }).superRefine((admin, ctx) => {
+  checkTokenFileNames(admin.tokens, ctx);
   const address = admin.address ?? "127.0.0.1";
   if (typeof address !== "string" || !isBindAddress(address)) return;
-  if (admin.token === undefined && !isLoopbackAddress(address)) {
+  const tokens: unknown = admin.tokens;
+  const hasTokens = Array.isArray(tokens) && tokens.length > 0;
+  if (admin.token === undefined && !hasTokens && !isLoopbackAddress(address)) {
     ctx.addIssue({ code: "custom", path: ["token"], message: ADMIN_TOKEN_REQUIRED });
   }
 }, ALWAYS);
+
+/**
+ * The file names of `admin.tokens` are the tokens' ids in the audit log:
+ * two files of the same name would be one id.
+ */
+function checkTokenFileNames(tokens: unknown, ctx: z.RefinementCtx): void {
+  if (!Array.isArray(tokens)) return;
+  const seen = new Map<string, number>();
+  tokens.forEach((entry: unknown, index) => {
+    if (!isRecord(entry) || typeof entry.token_file !== "string") return;
+    const name = tokenFileId(entry.token_file);
+    const first = seen.get(name);
+    if (first !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tokens", index, "token_file"],
+        message: `has the same file name as admin.tokens[${first}] ("${name}"): the file ` +
+          "name is the token's id in the audit log, so each must be distinct",
+      });
+    } else seen.set(name, index);
+  });
+}
 
 /**
  * `passive_health`: outlier detection on live traffic. After
@@ -715,16 +1123,11 @@ export const ConfigSchema = z.strictObject({
    * believed: from them `x-forwarded-for` and `forwarded` are appended to;
    * from anyone else they are replaced. Empty: nobody is trusted.
    */
-  trusted_proxies: z.array(
-    z.string().refine((c) => typeof parseCidr(c) !== "string", {
-      error: (issue) => {
-        const why = parseCidr(String(issue.input));
-        return `must be an IPv4 or IPv6 address or CIDR such as 10.0.0.0/8 or fd00::/8 (${why})`;
-      },
-    }),
-  ).default([]),
+  trusted_proxies: z.array(cidrString()).default([]),
   /** Named rate limits; a pool applies one with `rate_limit: <name>`. */
   rate_limits: z.array(RateLimitConfigSchema).default([]),
+  /** Lookups of backend addresses that name a host. */
+  dns: DnsConfigSchema.prefault({}),
 }).superRefine((config, ctx) => {
   checkRateLimitNames(config, ctx);
   // The value may be partly invalid here: check shapes before use.
@@ -745,20 +1148,17 @@ export const ConfigSchema = z.strictObject({
   for (const [pool, value] of Object.entries(upstream)) {
     if (!isRecord(value)) continue;
     const route = value.route;
-    if (isRecord(route)) {
-      const host = typeof route.host === "string" ? route.host.toLowerCase() : "";
-      const prefix = typeof route.path_prefix === "string" ? route.path_prefix : "";
-      if (host || prefix) {
-        const signature = `${host}\n${prefix}`;
-        const other = routes.get(signature);
-        if (other !== undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["upstream", pool, "route"],
-            message: `has the same host and path_prefix as pool "${other}"`,
-          });
-        } else routes.set(signature, pool);
-      }
+    const signature = isRecord(route) ? routeSignature(route) : null;
+    if (signature !== null) {
+      const other = routes.get(signature);
+      if (other !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["upstream", pool, "route"],
+          message: `has the same host and path_prefix as pool "${other}", ` +
+            "and the same methods and headers (it could never be chosen)",
+        });
+      } else routes.set(signature, pool);
     }
     if (!Array.isArray(value.backends)) continue;
     value.backends.forEach((backend: unknown, index: number) => {
@@ -778,6 +1178,25 @@ export const ConfigSchema = z.strictObject({
     });
   }
 }, ALWAYS);
+
+/**
+ * What makes two routes the same (every condition, order and case aside),
+ * or `null` for a route with neither host nor prefix (refused on its own).
+ * The value may be partly invalid: shapes are checked before use.
+ */
+function routeSignature(route: Record<string, unknown>): string | null {
+  const host = typeof route.host === "string" ? route.host.toLowerCase() : "";
+  const prefix = typeof route.path_prefix === "string" ? route.path_prefix : "";
+  if (!host && !prefix) return null;
+  const methods = Array.isArray(route.methods)
+    ? [...new Set(route.methods.map(String))].sort()
+    : [];
+  const headers = isRecord(route.headers)
+    ? Object.entries(route.headers).map(([n, c]) => [n.toLowerCase(), c] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    : [];
+  return JSON.stringify([host, prefix, methods, headers]);
+}
 
 /**
  * `rate_limits` names are unique, and every pool's `rate_limit` names one
@@ -837,5 +1256,28 @@ const SAME_TYPES: [
   Same<z.output<typeof AdminConfigSchema>, AdminConfig>,
   Same<z.output<typeof PassiveHealthConfigSchema>, PassiveHealthConfig>,
   Same<z.output<typeof RateLimitConfigSchema>, RateLimitConfig>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true];
+  Same<z.output<typeof DnsConfigSchema>, DnsConfig>,
+  Same<z.output<typeof AdminReadyConfigSchema>, AdminReadyConfig>,
+  Same<z.output<typeof AuthConfigSchema>, AuthConfig>,
+  Same<z.output<typeof AdminTokenConfigSchema>, AdminTokenConfig>,
+  Same<z.output<typeof WebSocketConfigSchema>, WebSocketConfig>,
+] = [
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+];
 void SAME_TYPES;

@@ -44,12 +44,27 @@ export interface ListenConfig {
   tcp_fallback: boolean;
 }
 
-/** `route` of a pool: how requests are matched to it. At least one field is set. */
+/**
+ * A `route.headers` condition: the exact value of a field, a prefix of it
+ * (`{prefix}`), or the field's presence (`{present: true}`) or absence
+ * (`{present: false}`).
+ */
+export type RouteHeaderCondition = string | { prefix: string } | { present: boolean };
+
+/**
+ * `route` of a pool: how requests are matched to it. At least one of `host`
+ * and `path_prefix` is set; the precedence of routes is
+ * `proxy/router/router.ts`'s `routePrecedence`.
+ */
 export interface RouteConfig {
   /** Host name, `*.example.com` wildcard or address, with an optional `:port`. */
   host?: string;
-  /** Path prefix, starting with `/`. */
+  /** Path prefix, starting with `/`; without a trailing `/` it matches on a segment boundary. */
   path_prefix?: string;
+  /** Methods the route serves (uppercase, case-sensitive); any when absent. */
+  methods?: string[];
+  /** Field conditions, lowercase names; every one must hold. None when absent. */
+  headers?: Record<string, RouteHeaderCondition>;
 }
 
 /** `health_check` of a backend, defaults applied. Times are milliseconds. */
@@ -78,6 +93,10 @@ export interface BackendTlsConfig {
   ca?: string;
   /** Name for SNI and the certificate check; default the address's host. */
   server_name?: string;
+  /** PEM client certificate chain presented to the backend (mutual TLS; resolved path; with `key`). */
+  cert?: string;
+  /** PEM private key of `cert` (resolved path; with `cert`). */
+  key?: string;
 }
 
 /** One backend of a pool. */
@@ -94,6 +113,34 @@ export interface BackendConfig {
   tls?: BackendTlsConfig;
   /** `h2` (default), `http1`, or `auto` (with `tls`: chosen by ALPN). */
   protocol: BackendProtocol;
+  /**
+   * Requests in flight to the backend at most (from sending to the response
+   * head); past it the next candidate, the pool's queue (`max_pending`), or
+   * 503 `overloaded`. Unlimited when absent.
+   */
+  max_inflight?: number;
+}
+
+/**
+ * `retries` of a pool: when and how often a request is sent again, within
+ * a retry budget. A pool without it keeps the default rule (one retry
+ * after a connect failure or a reset, no wait, no budget).
+ */
+export interface RetriesConfig {
+  /** Times a request may be sent again after its first attempt (default 1). */
+  attempts: number;
+  /** Bound of each attempt, in milliseconds; absent: the request's `request_timeout_ms` only. */
+  per_try_timeout_ms?: number;
+  /** What is retried: `connect`, `refused`, `reset`, `timeout` and backend statuses (numbers). */
+  retry_on: Array<"connect" | "refused" | "reset" | "timeout" | number>;
+  /** Retries in flight at most, in percent of the pool's requests on their first attempt (default 20). */
+  budget_percent: number;
+  /** Retries per second allowed whatever the percentage (default 3). */
+  min_retries_per_second: number;
+  /** Base of the exponential backoff between attempts, in milliseconds (default 25; 0: none). */
+  backoff_base_ms: number;
+  /** Longest backoff, in milliseconds (default 250). */
+  backoff_max_ms: number;
 }
 
 /** How the proxy speaks to a backend: HTTP/2, HTTP/1.1, or whichever ALPN picks (`tls` only). */
@@ -140,6 +187,74 @@ export interface UpstreamConfig {
   headers?: HeadersConfig;
   /** Name of the `rate_limits` entry applied to the pool's requests; unlimited when absent. */
   rate_limit?: string;
+  /** When and how often requests are sent again; the default rule when absent. */
+  retries?: RetriesConfig;
+  /**
+   * Requests that may wait for a slot when every candidate is at its
+   * `max_inflight` (default 0: refused at once with 503 `overloaded`).
+   */
+  max_pending: number;
+  /**
+   * How often a backend address that names a host is looked up again, in
+   * milliseconds (sooner when the answer's TTL is shorter).
+   */
+  dns_refresh_ms: number;
+  /** Edge authentication of the pool's requests (API keys, JWT); none when absent. */
+  auth?: AuthConfig;
+  /** WebSockets through the pool; enabled with the defaults of {@link WebSocketConfig} when absent. */
+  websocket?: WebSocketConfig;
+}
+
+/**
+ * `websocket` of a pool: WebSocket handshakes (HTTP/1.1 `Upgrade`, extended
+ * CONNECT over HTTP/2 and HTTP/3) and the limits of the tunnels they open.
+ */
+export interface WebSocketConfig {
+  /** Whether WebSockets are forwarded (default true); when false a handshake is answered 501. */
+  enabled: boolean;
+  /** A WebSocket that carries no byte either way this long is closed, in milliseconds (default 300,000). */
+  idle_timeout_ms: number;
+  /** A WebSocket open this long is closed however busy, in milliseconds; no limit when absent. */
+  max_duration_ms?: number;
+}
+
+/** A JWS algorithm the proxy verifies (`auth.jwt.algorithms`). */
+export type JwtAlgorithm = "RS256" | "ES256" | "EdDSA" | "HS256";
+
+/** `auth.api_keys` of a pool: a key in a request field, checked against a file of keys. */
+export interface ApiKeysAuthConfig {
+  /** The field carrying the key (lowercased). */
+  header: string;
+  /** File of keys, one per line (resolved path); re-read on every reload. */
+  keys_file: string;
+}
+
+/** `auth.jwt` of a pool: `Authorization: Bearer <JWT>`, verified against a JWKS file. */
+export interface JwtAuthConfig {
+  /** JSON Web Key Set file (resolved path); re-read on every reload. */
+  jwks_file: string;
+  /** Algorithms accepted (a token's `alg` must be one of them). */
+  algorithms: JwtAlgorithm[];
+  /** Accepted `iss` values; empty: any issuer. */
+  issuers: string[];
+  /** Accepted `aud` values (one must match); empty: any audience. */
+  audiences: string[];
+  /** Leeway on `exp`, `nbf` and `iat`, in seconds. */
+  clock_skew_s: number;
+  /** Claims a valid token must carry (403 otherwise): name → value it must hold, or `null` for any value. */
+  required_claims: Record<string, string | null>;
+  /** Claims forwarded to the backend as request fields: claim name → field name (lowercased). */
+  forward_claims: Record<string, string>;
+}
+
+/** `auth` of a pool: at least one of `api_keys` and `jwt`. */
+export interface AuthConfig {
+  /** API keys in a request field. */
+  api_keys?: ApiKeysAuthConfig;
+  /** JWT bearer tokens. */
+  jwt?: JwtAuthConfig;
+  /** Whether the credential field (the API key field, `authorization`) reaches the backend. */
+  forward_credentials: boolean;
 }
 
 /** One entry of `rate_limits`: a named limit pools refer to by `rate_limit`. */
@@ -238,14 +353,39 @@ export interface AdminConfig {
   address: string;
   /** TCP port; 0 picks a free port. */
   port: number;
-  /** With a token, mutating calls need `Authorization: Bearer <token>`. */
+  /** With a token, mutating calls need `Authorization: Bearer <token>` (the `admin` role). */
   token?: string;
+  /** Tokens with roles, each read from its own file (re-read on every reload). */
+  tokens: AdminTokenConfig[];
+  /** CIDRs the admin listener serves (checked on the TCP peer first); absent: any peer. */
+  allow?: string[];
+  /** File of JSON lines: every mutating admin call and every refused one. */
+  audit_log?: string;
   /** Open admin connections; past it a newcomer sheds one not serving a request, or is closed at once. */
   max_connections: number;
   /** First request head of an admin connection, in milliseconds. */
   header_timeout_ms: number;
   /** An admin connection with no request in flight is closed after this, in milliseconds. */
   idle_timeout_ms: number;
+  /** `GET /ready`: what the proxy needs to call itself ready. */
+  ready: AdminReadyConfig;
+}
+
+/** `admin.ready`: which pools must have an available backend for `GET /ready` to answer 200. */
+export interface AdminReadyConfig {
+  /** `all_pools` (every pool) or `any_pool` (at least one). */
+  require: "all_pools" | "any_pool";
+}
+
+/** A role of the admin API, each allowed what the one before it is, and more. */
+export type AdminRole = "viewer" | "operator" | "admin";
+
+/** One entry of `admin.tokens`. */
+export interface AdminTokenConfig {
+  /** File holding the token (resolved path); its file name is the token's id in the audit log. */
+  token_file: string;
+  /** What the token may do. */
+  role: AdminRole;
 }
 
 /** `passive_health`: outlier detection on live traffic. */
@@ -280,4 +420,17 @@ export interface Config {
   trusted_proxies: string[];
   /** Named rate limits, applied by the pools that name them. */
   rate_limits: RateLimitConfig[];
+  /** Lookups of backend addresses that name a host. */
+  dns: DnsConfig;
+}
+
+/**
+ * `dns`: lookups of backend addresses that name a host (A and AAAA), each
+ * pool's `dns_refresh_ms` apart.
+ */
+export interface DnsConfig {
+  /** Name servers asked (`ip` or `ip:port`, IPv6 in brackets with a port); empty: the system's. */
+  servers: string[];
+  /** How long one lookup may take, in milliseconds. */
+  timeout_ms: number;
 }

@@ -12,6 +12,7 @@
 
 import {
   type FieldLine,
+  fieldTokens,
   HOP_BY_HOP,
   mergeContentLength,
   responseFieldsError,
@@ -31,19 +32,6 @@ export interface HeadMeaning {
   framing: H1Framing;
   /** Whether the connection stays open after this response (RFC 9112 §9.3). */
   keepAlive: boolean;
-}
-
-/** The comma-separated tokens of every `name` field, lowercased. */
-function tokens(fields: readonly FieldLine[], name: string): string[] {
-  const out: string[] = [];
-  for (const [n, v] of fields) {
-    if (n !== name) continue;
-    for (const t of v.split(",")) {
-      const token = t.trim().toLowerCase();
-      if (token.length > 0) out.push(token);
-    }
-  }
-  return out;
 }
 
 /** The fields without the ones that concern only this connection (RFC 9110 §7.6.1). */
@@ -110,13 +98,13 @@ export function interpretHead(
   if (line.status < 100 || line.status > 599) return `invalid status ${line.status} (RFC 9110 §15)`;
   const contentLength = contentLengthOf(raw);
   if (typeof contentLength === "string") return contentLength;
-  const codings = tokens(raw, "transfer-encoding");
+  const codings = fieldTokens(raw, "transfer-encoding");
   const framing = line.status < 200 ? "none" : framingOf(method, line, codings, contentLength);
   if (line.status < 200 && codings.length > 0) {
     return `Transfer-Encoding in a ${line.status} response (RFC 9112 §6.1)`;
   }
   if (typeof framing === "string" && !isFraming(framing)) return framing;
-  const connection = tokens(raw, "connection");
+  const connection = fieldTokens(raw, "connection");
   const fields = endToEnd(raw, connection);
   const checked = line.status < 200
     ? responseFieldsError(fields)

@@ -28,6 +28,7 @@
 
 export type { FieldLine, RequestHead, ResponseHead } from "../http/mod.ts";
 export { H1ResponseParser } from "./response_parser.ts";
+export { type H1RequestHead, parseRequestHead } from "./request_head.ts";
 export { encodeChunk, encodeLastChunk, type RequestBody, serializeRequestHead } from "./request.ts";
 export {
   H1_DEFAULTS,

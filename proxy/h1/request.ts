@@ -93,10 +93,17 @@ function acceptsTrailers(fields: readonly FieldLine[]): boolean {
  * of `body`: `content-length` or `transfer-encoding: chunked`. `te: trailers`
  * is forwarded, with `connection: te`, only when the client sent it: the
  * backend then knows trailers will reach someone who asked for them
- * (RFC 9110 §10.1.4, §7.6.1). Returns the bytes or why the head cannot be
- * sent safely.
+ * (RFC 9110 §10.1.4, §7.6.1). `upgrade` (a protocol token, e.g.
+ * `websocket`) asks the backend to switch protocols: `connection: upgrade`
+ * and `upgrade: <token>` are written (RFC 9110 §7.8), the only hop-by-hop
+ * fields the proxy sends of its own. Returns the bytes or why the head cannot
+ * be sent safely.
  */
-export function serializeRequestHead(head: RequestHead, body: RequestBody): Uint8Array | string {
+export function serializeRequestHead(
+  head: RequestHead,
+  body: RequestBody,
+  upgrade?: string,
+): Uint8Array | string {
   if (!isToken(head.method)) return `invalid method ${JSON.stringify(head.method)}`;
   const target = targetOf(head);
   if (target === "" || TARGET_BAD.test(target)) {
@@ -113,7 +120,10 @@ export function serializeRequestHead(head: RequestHead, body: RequestBody): Uint
     if (HOP_BY_HOP.has(lower) || FRAMED.has(lower) || named.has(lower)) continue;
     text += `${name}: ${value}\r\n`;
   }
-  if (acceptsTrailers(head.fields)) text += "te: trailers\r\nconnection: te\r\n";
+  if (upgrade !== undefined) {
+    if (!isToken(upgrade)) return `invalid upgrade protocol ${JSON.stringify(upgrade)}`;
+    text += `connection: upgrade\r\nupgrade: ${upgrade}\r\n`;
+  } else if (acceptsTrailers(head.fields)) text += "te: trailers\r\nconnection: te\r\n";
   const framing = framingField(body);
   if (typeof framing !== "string") return framing.error;
   return octets(`${text}${framing}\r\n`);

@@ -148,3 +148,24 @@ Deno.test("RFC 9112 §7.1: what the chunk encoder writes, the parser reads back,
     { numRuns: 500 },
   );
 });
+
+Deno.test("RFC 9110 §7.8: an upgrade writes its own Connection and Upgrade, the client's are dropped", () => {
+  const fields: Array<[string, string]> = [
+    ["connection", "upgrade"],
+    ["upgrade", "h2c"],
+    ["sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="],
+  ];
+  const out = serializeRequestHead(head({ fields }), { kind: "none" }, "websocket");
+  assert.ok(typeof out !== "string", out as string);
+  assert.equal(
+    text(out),
+    crlf(
+      "GET /p?q=1 HTTP/1.1\nhost: a.example\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\n" +
+        "connection: upgrade\nupgrade: websocket\n\n",
+    ),
+  );
+  assert.match(
+    serializeRequestHead(head(), { kind: "none" }, "web socket") as string,
+    /invalid upgrade protocol/,
+  );
+});

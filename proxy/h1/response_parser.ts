@@ -22,7 +22,7 @@ import { ChunkedDecoder } from "./chunked.ts";
 import { interpretHead } from "./head.ts";
 import { type Section, type SectionLimits, SectionReader } from "./section.ts";
 import { NEED_MORE } from "./lines.ts";
-import { trailerSectionError } from "../http/mod.ts";
+import { fieldTokens, trailerSectionError } from "../http/mod.ts";
 import {
   H1_DEFAULTS,
   type H1ErrorKind,
@@ -143,7 +143,14 @@ export class H1ResponseParser {
     const { fields, contentLength, framing, keepAlive } = meaning;
     const { status } = line;
     if (status === 101 || (this.#method === "CONNECT" && status >= 200 && status < 300)) {
-      events.push({ type: "upgrade", status, fields, rest: input.subarray(section.next) });
+      events.push({
+        type: "upgrade",
+        status,
+        fields,
+        upgrade: fieldTokens(section.fields, "upgrade"),
+        connection: fieldTokens(section.fields, "connection"),
+        rest: input.subarray(section.next),
+      });
       this.#state = "done";
       this.#outcome = "upgrade";
       return input.length;

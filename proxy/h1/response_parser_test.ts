@@ -301,6 +301,8 @@ Deno.test("RFC 9110 §15.2.2: 101 Switching Protocols is an upgrade; the rest be
   assert.ok(e.type === "upgrade");
   assert.equal(e.status, 101);
   assert.deepEqual(e.fields, [["sec-websocket-accept", "x"]]);
+  assert.deepEqual(e.upgrade, ["websocket"]);
+  assert.deepEqual(e.connection, ["upgrade"]);
   assert.deepEqual([...e.rest], [0x81, 0x00]);
   assert.equal(p.done, true);
   assert.equal(p.reusable, false);

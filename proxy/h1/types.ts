@@ -60,8 +60,17 @@ export type H1Event =
   /**
    * 101 Switching Protocols, or a 2xx answer to CONNECT: the connection now
    * carries another protocol, `rest` its first bytes. The parser is done.
+   * `fields` are the end-to-end ones; `upgrade` and `connection` the tokens
+   * of those fields (lowercased), which a client checks (RFC 6455 §4.1).
    */
-  | { type: "upgrade"; status: number; fields: FieldLine[]; rest: Uint8Array }
+  | {
+    type: "upgrade";
+    status: number;
+    fields: FieldLine[];
+    upgrade: string[];
+    connection: string[];
+    rest: Uint8Array;
+  }
   /** The final response head (fields stripped of connection-specific and hop-by-hop ones). */
   | { type: "head"; head: H1ResponseHead }
   /** Content bytes: a view into the bytes given to `push`, valid as long as they are. */

@@ -75,6 +75,11 @@ export class H2ClientConnection {
     return this.#c.streams.size;
   }
 
+  /** Whether the peer sent SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 §3). */
+  get peerEnablesConnectProtocol(): boolean {
+    return this.#c.peer.enableConnectProtocol;
+  }
+
   /** The peer's current MAX_CONCURRENT_STREAMS (our assumption before its SETTINGS). */
   get peerMaxConcurrentStreams(): number {
     return this.#c.peer.maxConcurrentStreams;
@@ -127,7 +132,10 @@ export class H2ClientConnection {
   /**
    * Opens a request stream with `fields` (pseudo-headers first, as given:
    * nothing is added or dropped). `endStream` sends no body; `head` marks a
-   * HEAD request (its response has no body whatever it declares).
+   * HEAD request (its response has no body whatever it declares). An
+   * extended CONNECT (a `:protocol` pseudo-header, RFC 8441 §4) is refused
+   * unless the peer enabled it; its stream then stays open both ways as a
+   * tunnel of DATA frames until either side ends or resets it.
    */
   openStream(
     fields: ReadonlyArray<readonly [string, string]>,
@@ -136,6 +144,9 @@ export class H2ClientConnection {
     const c = this.#c;
     if (this.closedForNewStreams) return { refused: "closed" };
     if (c.streams.size >= c.peer.maxConcurrentStreams) return { refused: "busy" };
+    if (!c.peer.enableConnectProtocol && fields.some((f) => f[0] === ":protocol")) {
+      return { refused: "no-extended-connect" };
+    }
     const maxList = c.peer.maxHeaderListSize;
     if (Number.isFinite(maxList) && listSize(fields) > maxList) return { refused: "too-large" };
     const id = c.nextId;

@@ -45,6 +45,8 @@ export const SettingId = {
   INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
   MAX_HEADER_LIST_SIZE: 0x6,
+  /** RFC 8441 §3: the server accepts extended CONNECT (`:protocol`). */
+  ENABLE_CONNECT_PROTOCOL: 0x8,
 } as const;
 
 /** Frame flags (RFC 9113 §6); a flag's meaning depends on the frame type. */

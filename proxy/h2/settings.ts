@@ -66,6 +66,8 @@ export class PeerSettings {
   maxFrameSize = DEFAULT_MAX_FRAME;
   /** SETTINGS_MAX_HEADER_LIST_SIZE (no limit until the peer sets one). */
   maxHeaderListSize = Infinity;
+  /** SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 received: extended CONNECT may be sent (RFC 8441 §3). */
+  enableConnectProtocol = false;
 
   /** Settings before any SETTINGS frame, assuming `assumedConcurrency` streams. */
   constructor(assumedConcurrency: number) {
@@ -119,10 +121,27 @@ export class PeerSettings {
       case SettingId.MAX_HEADER_LIST_SIZE:
         this.maxHeaderListSize = value;
         return null;
+      case SettingId.ENABLE_CONNECT_PROTOCOL:
+        return this.#connectProtocol(value);
       default:
         // HEADER_TABLE_SIZE: our encoder never inserts into the peer's table,
         // any size suits it. Unknown settings are ignored (§6.5.2).
         return null;
     }
+  }
+
+  /**
+   * SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3): 0 or 1, and never 0
+   * again once it was 1 (a connection error PROTOCOL_ERROR either way).
+   */
+  #connectProtocol(value: number): SettingsError | null {
+    if (value > 1) {
+      return { code: H2Code.PROTOCOL_ERROR, message: `ENABLE_CONNECT_PROTOCOL ${value} above 1` };
+    }
+    if (value === 0 && this.enableConnectProtocol) {
+      return { code: H2Code.PROTOCOL_ERROR, message: "ENABLE_CONNECT_PROTOCOL back to 0 after 1" };
+    }
+    this.enableConnectProtocol = value === 1;
+    return null;
   }
 }

@@ -99,7 +99,12 @@ export type OpenRefusal =
   /** The connection cannot take new streams (GOAWAY, error, ids exhausted). */
   | "closed"
   /** The header list is larger than the peer's MAX_HEADER_LIST_SIZE. */
-  | "too-large";
+  | "too-large"
+  /**
+   * An extended CONNECT (`:protocol`) to a peer that has not sent
+   * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 §4: the client must not).
+   */
+  | "no-extended-connect";
 
 /** Result of `H2ClientConnection.openStream`. */
 export type OpenResult = { id: number } | { refused: OpenRefusal };

@@ -339,6 +339,14 @@ export class RequestStreamParser {
     return this.#phase === P_TRAILERS;
   }
 
+  /**
+   * Bytes pushed and still kept, by reference, for a frame not complete
+   * yet: while this is 0 the parser refers to no pushed chunk.
+   */
+  get pendingBytes(): number {
+    return this.#dec.pendingBytes;
+  }
+
   /** Feeds bytes; returns the events they complete. */
   push(chunk: Uint8Array): RequestEvent[] {
     if (this.#phase === P_ENDED) throw new Error("RequestStreamParser: push after end");

@@ -7,6 +7,8 @@
 
 import { getLogger } from "@logtape/logtape";
 import { parseHostPort } from "../config/schema.ts";
+import type { BackendTlsSetting } from "../upstream/client_certificate.ts";
+import { untraced } from "../../shared/telemetry.ts";
 import { HealthState } from "./health_state.ts";
 import {
   type Clock,
@@ -33,15 +35,22 @@ export interface BackendWithHealth {
   /**
    * The backend's `tls`: probes go over HTTPS, trusting `ca` (a PEM file)
    * when given (the probe names the address's host: `server_name` is not
-   * used by probes).
+   * used by probes). A backend with a `client_certificate` is probed
+   * through the checker's {@link ProbeExchange}, which presents it.
    */
-  readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  readonly tls?: BackendTlsSetting;
   /**
    * The backend's `protocol`: probes of `http1` and `auto` backends go
    * through the checker's {@link ProbeExchange} (the proxy's own transport,
    * which speaks the backend's protocol); `h2` (or absent) ones through `fetch`.
    */
   readonly protocol?: "h2" | "http1" | "auto";
+  /**
+   * The address names a host the proxy looks up itself (`dns`): probes go
+   * through the checker's {@link ProbeExchange}, whose transport connects to
+   * the name's addresses (`fetch` would ask the system's resolver).
+   */
+  readonly byName?: boolean;
 }
 
 /** What a probe passes to `fetch`. */
@@ -67,7 +76,7 @@ export interface ProbeExchangeRequest {
   /** The backend's `host:port`. */
   readonly address: string;
   /** The backend's `tls`, as real requests use it (SNI `server_name`, else the address's host); absent: none. */
-  readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  readonly tls?: BackendTlsSetting;
   /** The backend's `protocol` (absent: `h2`). */
   readonly protocol?: "h2" | "http1" | "auto";
   /** Probe method. */
@@ -246,7 +255,11 @@ export class HealthChecker {
         : undefined;
       // Not HTTP/2: the proxy's own transport speaks the backend's protocol.
       const notH2 = b.protocol !== undefined && b.protocol !== "h2" && opts.exchange !== undefined;
-      const exchange = (named !== undefined && b.tls !== undefined) || notH2
+      // A client certificate is presented by the proxy's own transport only.
+      const mutual = b.tls?.client_certificate !== undefined && opts.exchange !== undefined;
+      // A name the proxy looks up: its own transport knows the addresses.
+      const byName = b.byName === true && opts.exchange !== undefined;
+      const exchange = (named !== undefined && b.tls !== undefined) || notH2 || mutual || byName
         ? {
           address: b.address,
           tls: b.tls,
@@ -400,7 +413,7 @@ export class HealthChecker {
     const client = t.client ?? this.#ownClient;
     if (client !== undefined) init.client = client;
     const fetchFn = this.#fetch ?? fetch;
-    const res = await fetchFn(t.url, init);
+    const res = await untraced(() => fetchFn(t.url, init));
     try {
       await res.body?.cancel();
     } catch {

@@ -34,7 +34,18 @@ export type {
   HeadersConfig,
   LoadBalancingConfig,
   UpstreamConfig,
+  WebSocketConfig,
 } from "../config/mod.ts";
+export type {
+  AdminRole,
+  AdminTokenConfig,
+  ApiKeysAuthConfig,
+  AuthConfig,
+  JwtAlgorithm,
+  JwtAuthConfig,
+  RetriesConfig,
+} from "../config/types.ts";
+export type { BackendTlsSetting, ClientCertificate } from "../upstream/client_certificate.ts";
 export {
   type BackendWithHealth,
   HealthChecker,

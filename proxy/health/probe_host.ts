@@ -50,7 +50,8 @@ export function probeExchangeOf(transport: UpstreamTransport): ProbeExchange {
       method: probe.method,
       path: probe.path,
       authority: probe.authority,
-      headers: [["host", probe.authority], ["user-agent", probe.userAgent]],
+      // The authority goes once, as each protocol sends it (never a `host` field too).
+      headers: [["user-agent", probe.userAgent]],
       body: null,
       timeoutMs: probe.timeoutMs,
       connectTimeoutMs: probe.timeoutMs,

@@ -17,6 +17,8 @@
  * @module
  */
 
+import type { FieldLine } from "./message.ts";
+
 /**
  * Connection-specific fields (RFC 9110 §7.6.1), which make an HTTP/2 or
  * HTTP/3 message malformed (RFC 9113 §8.2.2, RFC 9114 §4.2). `te` is
@@ -197,4 +199,17 @@ function mergeOne(current: number, v: string, value: string): number | string {
     return `conflicting content-length values ${current} and ${n} (RFC 9110 §8.6)`;
   }
   return n;
+}
+
+/** The comma-separated tokens of every `name` field, lowercased. */
+export function fieldTokens(fields: readonly FieldLine[], name: string): string[] {
+  const out: string[] = [];
+  for (const [n, v] of fields) {
+    if (n !== name) continue;
+    for (const t of v.split(",")) {
+      const token = t.trim().toLowerCase();
+      if (token.length > 0) out.push(token);
+    }
+  }
+  return out;
 }

@@ -21,6 +21,7 @@ export {
   allowedInTrailers,
   CONNECTION_SPECIFIC,
   fieldNameError,
+  fieldTokens,
   fieldValueError,
   HOP_BY_HOP,
   isToken,
@@ -44,3 +45,13 @@ export {
   trailerSectionError,
   validateResponseHead,
 } from "./response.ts";
+export {
+  asksWebSocketUpgrade,
+  H1_HANDSHAKE_FIELDS,
+  h1UpgradeRequestError,
+  isWebSocketKey,
+  newWebSocketKey,
+  switchError,
+  WEBSOCKET_PROTOCOL,
+  websocketAccept,
+} from "./websocket.ts";

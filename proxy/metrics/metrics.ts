@@ -9,6 +9,7 @@
 
 import type { QuicSocketView, TcpListenerView } from "./views.ts";
 import { Histogram } from "./histogram.ts";
+import { WebSocketCounters } from "./websockets.ts";
 
 /** Names of the spec's counters, in a fixed order. */
 export const COUNTER_NAMES = [
@@ -125,6 +126,8 @@ export class ProxyMetrics {
   readonly rejectedConnections: Map<string, number> = new Map();
   /** Time from request to response headers, in seconds. */
   readonly latency: Histogram = new Histogram();
+  /** WebSockets per pool: open now, and attempts by outcome. */
+  readonly websockets: WebSocketCounters = new WebSocketCounters();
   readonly #picks = new Map<string, number>();
 
   /**
@@ -180,7 +183,9 @@ export class ProxyMetrics {
 function count(s: CounterSet, status: number, cause: "timeout" | "error" | undefined): void {
   s.inc("requests_total");
   s.incStatus(status);
-  s.inc(status >= 200 && status < 300 ? "requests_success" : "requests_failure");
+  // A WebSocket the TCP fallback switched (101) succeeded as a 2xx does.
+  const ok = (status >= 200 && status < 300) || status === 101;
+  s.inc(ok ? "requests_success" : "requests_failure");
   if (cause === "timeout") s.inc("backend_timeouts");
   else if (cause === "error") s.inc("backend_errors");
 }

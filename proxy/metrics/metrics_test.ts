@@ -52,3 +52,10 @@ Deno.test("#32.3: counters count exactly up to 2^53 and never decrease past it",
     assert.throws(() => new CounterSet(bad), RangeError, String(bad));
   }
 });
+
+Deno.test("#29.2: a WebSocket switched on the TCP fallback (101) counts as a success", () => {
+  const m = new ProxyMetrics();
+  m.record("b", 101);
+  assert.equal(m.global.get("requests_success"), 1n);
+  assert.equal(m.global.get("requests_failure"), 0n);
+});

@@ -31,3 +31,14 @@ export {
   renderPrometheus,
 } from "./prometheus.ts";
 export type { QuicSocketView, TcpListenerView } from "./views.ts";
+export {
+  UPSTREAM_CLOSE_REASONS,
+  type UpstreamCloseReason,
+  type UpstreamConnectionsView,
+} from "./views.ts";
+export {
+  WEBSOCKET_OUTCOMES,
+  WebSocketCounters,
+  type WebSocketOutcome,
+  type WebSocketPoolView,
+} from "./websockets.ts";

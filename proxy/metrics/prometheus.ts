@@ -11,7 +11,13 @@
 import { type CounterSet, STATUS_CLASSES, type StatusClass } from "./metrics.ts";
 import { REJECT_REASONS } from "../quic/transport.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
-import type { QuicSocketView, TcpListenerView } from "./views.ts";
+import {
+  type QuicSocketView,
+  type TcpListenerView,
+  UPSTREAM_CLOSE_REASONS,
+  type UpstreamConnectionsView,
+} from "./views.ts";
+import type { WebSocketPoolView } from "./websockets.ts";
 
 /** Everything the exposition shows, gathered by the caller. */
 export interface MetricsView {
@@ -26,6 +32,12 @@ export interface MetricsView {
     enabled: boolean;
     weight: number;
     picks: number;
+    /** Attempts in flight (tracked when the pool has a gate: `least-request`, `latency`, `max_inflight`). */
+    inflight?: number;
+    /** Requests refused 503 `overloaded` for the backend, by limit. */
+    overloaded?: { max_inflight: number; max_pending: number };
+    /** For an address that names a host: its lookups and the addresses in use. */
+    dns?: { success: number; failure: number; endpoints: readonly string[] };
   }>;
   /** Request latency histogram, in seconds. */
   latency: HistogramSnapshot;
@@ -39,8 +51,23 @@ export interface MetricsView {
   quic?: QuicSocketView;
   /** The TCP listeners (TCP fallback, admin), each with its connection counters. */
   tcpListeners?: ReadonlyArray<TcpListenerView>;
+  /** Each pool's retries by reason, retries its budget refused, and requests waiting for a slot. */
+  pools?: ReadonlyArray<{
+    pool: string;
+    retries: ReadonlyArray<readonly [reason: string, count: number]>;
+    budgetExhausted: number;
+    pending: number;
+  }>;
+  /** Each pool's WebSockets: open now, and attempts by outcome. */
+  websockets?: ReadonlyArray<WebSocketPoolView>;
+  /** The upstream transports' connections, per backend address and protocol. */
+  upstreamConnections?: ReadonlyArray<UpstreamConnectionsView>;
   /** Each configured rate limit's allowed and limited requests (`rate_limits`). */
   rateLimits?: ReadonlyArray<{ limit: string; allowed: number; limited: number }>;
+  /** Decisions of each pool's `auth`, by credential and result. */
+  auth?: ReadonlyArray<{ pool: string; method: string; result: string; count: number }>;
+  /** Decisions of the admin API's access control, by role and result. */
+  admin?: ReadonlyArray<{ role: string; result: string; count: number }>;
   /** Product version, the `version` label of `build_info`. */
   version: string;
   /** Seconds since the process started. */
@@ -57,8 +84,14 @@ export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8
 /**
  * The families, in the order they are rendered, with their help texts. Names
  * follow one rule: a family whose name starts with `spooky_backend_` has one
- * series per backend, labelled `backend` and `pool`; no other family carries
- * those labels. Request counters are also labelled by status class
+ * series per backend, labelled `backend` and `pool`; one whose name starts
+ * with `spooky_pool_` has one series per pool (and reason), labelled `pool`
+ * alone; no other family carries those labels, but `auth_decisions_total`,
+ * which is per pool (a pool's `auth`) and carries `pool` alone. A family
+ * whose name starts with `spooky_upstream_` has one series per backend
+ * address and protocol (`h2`, `http1`), labelled `address` and `protocol`:
+ * connections are pooled by address, which backends of several pools may
+ * share. Request counters are also labelled by status class
  * (`code="2xx"` …). The spec's proxy-wide `backend_timeouts` and
  * `backend_errors` are the sums of the per-backend families (every timeout and
  * error has a backend).
@@ -93,7 +126,25 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   backend_healthy: { type: "gauge", help: "1 when the backend passes its health checks." },
   backend_enabled: { type: "gauge", help: "1 unless the backend was disabled by the admin API." },
   backend_weight: { type: "gauge", help: "Current load-balancing weight of the backend." },
+  backend_inflight: {
+    type: "gauge",
+    help:
+      "Attempts in flight to the backend, from sending until the response is over (0 unless its pool uses least-request, latency or max_inflight).",
+  },
+  backend_overloaded_total: {
+    type: "counter",
+    help:
+      "Requests refused 503 overloaded for the backend, by limit: max_inflight (it and the other candidates stayed full) or max_pending (the pool's queue was full).",
+  },
   backend_lb_picks_total: { type: "counter", help: "Times the load balancer chose the backend." },
+  backend_dns_lookups_total: {
+    type: "counter",
+    help: "Lookups of the host name of the backend's address, by result (0 for an IP address).",
+  },
+  backend_addresses: {
+    type: "gauge",
+    help: "Addresses the backend is reached at: what its host name resolves to now, else 1.",
+  },
   request_duration_seconds: {
     type: "histogram",
     help: "Time from a request to its response headers.",
@@ -127,6 +178,60 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   rate_limit_decisions_total: {
     type: "counter",
     help: "Requests a rate limit let through (allowed) or refused with 429 (limited), by limit.",
+  },
+  auth_decisions_total: {
+    type: "counter",
+    help:
+      "Requests a pool's auth let through or refused (401, 403), by pool, credential and result.",
+  },
+  admin_requests_total: {
+    type: "counter",
+    help: "Admin API calls let through or refused (401, 403), by the caller's role and result.",
+  },
+  pool_retries_total: {
+    type: "counter",
+    help:
+      "Requests the pool sent again, by reason (connect, refused, reset, timeout, or the backend's status).",
+  },
+  pool_retry_budget_denied_total: {
+    type: "counter",
+    help: "Retries the pool's retry budget refused (the failure was answered instead).",
+  },
+  pool_pending_requests: {
+    type: "gauge",
+    help: "Requests of the pool waiting for a backend slot (max_pending).",
+  },
+  pool_websockets_open: {
+    type: "gauge",
+    help:
+      "WebSockets of the pool open now (HTTP/3 extended CONNECT and the TCP fallback's upgrades).",
+  },
+  pool_websocket_sessions_total: {
+    type: "counter",
+    help:
+      "WebSocket attempts of the pool by how they ended: closed, client_gone, backend_error, idle_timeout, max_duration, shutdown (open tunnels); refused, failed, disabled (none opened).",
+  },
+  upstream_connections_opened_total: {
+    type: "counter",
+    help: "Connections to the backend address established (TCP connect and TLS handshake done).",
+  },
+  upstream_connect_failures_total: {
+    type: "counter",
+    help:
+      "Connection attempts to the backend address that failed (refused, timed out, TLS or ALPN).",
+  },
+  upstream_connection_reuses_total: {
+    type: "counter",
+    help: "Requests sent on a connection to the backend address that had carried one before.",
+  },
+  upstream_connections_closed_total: {
+    type: "counter",
+    help:
+      "Connections to the backend address closed, by reason: idle, peer_closed, protocol_error, timeout, cancelled, retired, shutdown, error.",
+  },
+  upstream_connections_open: {
+    type: "gauge",
+    help: "Connections to the backend address open now.",
   },
   uptime_seconds: { type: "gauge", help: "Seconds since the proxy started." },
   build_info: { type: "gauge", help: "Build information; the value is always 1." },
@@ -205,7 +310,20 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
   perBackend("backend_healthy", (b) => b.healthy ? 1 : 0);
   perBackend("backend_enabled", (b) => b.enabled ? 1 : 0);
   perBackend("backend_weight", (b) => b.weight);
+  perBackend("backend_inflight", (b) => b.inflight ?? 0);
+  name = family("backend_overloaded_total");
+  for (const b of view.backends) {
+    for (const limit of ["max_inflight", "max_pending"] as const) {
+      out.push(`${name}{${labels(b)},limit="${limit}"} ${num(b.overloaded?.[limit] ?? 0)}`);
+    }
+  }
   perBackend("backend_lb_picks_total", (b) => b.picks);
+  name = family("backend_dns_lookups_total");
+  for (const b of view.backends) {
+    out.push(`${name}{${labels(b)},result="success"} ${num(b.dns?.success ?? 0)}`);
+    out.push(`${name}{${labels(b)},result="failure"} ${num(b.dns?.failure ?? 0)}`);
+  }
+  perBackend("backend_addresses", (b) => b.dns?.endpoints.length ?? 1);
 
   const h = family("request_duration_seconds");
   for (const [le, count] of view.latency.buckets) {
@@ -254,9 +372,84 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
     out.push(`${name}{limit="${escapeLabel(r.limit)}",decision="allowed"} ${num(r.allowed)}`);
     out.push(`${name}{limit="${escapeLabel(r.limit)}",decision="limited"} ${num(r.limited)}`);
   }
+  if (view.auth !== undefined && view.auth.length > 0) {
+    name = family("auth_decisions_total");
+    for (const a of view.auth) {
+      const labels = `pool="${escapeLabel(a.pool)}",method="${a.method}",result="${a.result}"`;
+      out.push(`${name}{${labels}} ${num(a.count)}`);
+    }
+  }
+  if (view.admin !== undefined) {
+    name = family("admin_requests_total");
+    for (const a of view.admin) {
+      out.push(`${name}{role="${a.role}",result="${a.result}"} ${num(a.count)}`);
+    }
+  }
+  renderPools(view.pools ?? [], family, out);
+  renderWebSockets(view.websockets ?? [], family, out);
+  renderUpstreamConnections(view.upstreamConnections ?? [], family, out);
   out.push(`${family("uptime_seconds")} ${num(view.uptimeSeconds)}`);
   out.push(`${family("build_info")}{version="${escapeLabel(view.version)}"} 1`);
   out.push(`${family("process_resident_memory_bytes")} ${num(view.residentBytes)}`);
   out.push(`${family("process_start_time_seconds")} ${num(view.startTimeSeconds)}`);
   return out.join("\n") + "\n";
+}
+
+/** The `spooky_pool_*` families: one series per pool (and reason), labelled `pool`. */
+function renderPools(
+  pools: NonNullable<MetricsView["pools"]>,
+  family: (name: string) => string,
+  out: string[],
+): void {
+  const pool = (p: { pool: string }) => `pool="${escapeLabel(p.pool)}"`;
+  let name = family("pool_retries_total");
+  for (const p of pools) {
+    for (const [reason, count] of p.retries) {
+      out.push(`${name}{${pool(p)},reason="${escapeLabel(reason)}"} ${num(count)}`);
+    }
+  }
+  name = family("pool_retry_budget_denied_total");
+  for (const p of pools) out.push(`${name}{${pool(p)}} ${num(p.budgetExhausted)}`);
+  name = family("pool_pending_requests");
+  for (const p of pools) out.push(`${name}{${pool(p)}} ${num(p.pending)}`);
+}
+
+function renderWebSockets(
+  pools: NonNullable<MetricsView["websockets"]>,
+  family: (name: string) => string,
+  out: string[],
+): void {
+  if (pools.length === 0) return;
+  let name = family("pool_websockets_open");
+  for (const p of pools) out.push(`${name}{pool="${escapeLabel(p.pool)}"} ${num(p.open)}`);
+  name = family("pool_websocket_sessions_total");
+  for (const p of pools) {
+    for (const [outcome, count] of p.outcomes) {
+      out.push(`${name}{pool="${escapeLabel(p.pool)}",outcome="${outcome}"} ${num(count)}`);
+    }
+  }
+}
+
+/** The `spooky_upstream_*` families: one series per backend address and protocol. */
+function renderUpstreamConnections(
+  conns: ReadonlyArray<UpstreamConnectionsView>,
+  family: (name: string) => string,
+  out: string[],
+): void {
+  const labels = (c: UpstreamConnectionsView) =>
+    `address="${escapeLabel(c.address)}",protocol="${c.protocol}"`;
+  const each = (base: string, value: (c: UpstreamConnectionsView) => number) => {
+    const name = family(base);
+    for (const c of conns) out.push(`${name}{${labels(c)}} ${num(value(c))}`);
+  };
+  each("upstream_connections_opened_total", (c) => c.opened);
+  each("upstream_connect_failures_total", (c) => c.connectFailures);
+  each("upstream_connection_reuses_total", (c) => c.reused);
+  const name = family("upstream_connections_closed_total");
+  for (const c of conns) {
+    for (const reason of UPSTREAM_CLOSE_REASONS) {
+      out.push(`${name}{${labels(c)},reason="${reason}"} ${num(c.closed[reason])}`);
+    }
+  }
+  each("upstream_connections_open", (c) => c.open);
 }

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { ProxyMetrics } from "./metrics.ts";
 import { METRIC_FAMILIES, type MetricsView, renderPrometheus } from "./prometheus.ts";
+import {
+  UPSTREAM_CLOSE_REASONS,
+  type UpstreamCloseReason,
+  type UpstreamConnectionsView,
+} from "./views.ts";
 import { needs } from "../../tests/support/tools.ts";
 
 function view(): MetricsView {
@@ -13,6 +18,10 @@ function view(): MetricsView {
   m.record(null, 404);
   m.recordPick("a");
   m.latency.observe(0.01);
+  m.websockets.opened("api");
+  m.websockets.opened("api");
+  m.websockets.ended("api", "idle_timeout", true);
+  m.websockets.ended("api", "refused");
   return {
     global: m.global,
     backends: [
@@ -33,6 +42,8 @@ function view(): MetricsView {
         enabled: true,
         weight: 50,
         picks: 2,
+        inflight: 4,
+        overloaded: { max_inflight: 6, max_pending: 7 },
       },
     ],
     latency: m.latency.snapshot(),
@@ -61,10 +72,35 @@ function view(): MetricsView {
     ],
     quic: { handshakes: 3, receiveBufferBytes: 212992, rcvbufErrors: 47, socketDrops: 5 },
     rateLimits: [{ limit: "per-client", allowed: 9, limited: 4 }],
+    pools: [{ pool: "api", retries: [["connect", 2], ["503", 5]], budgetExhausted: 3, pending: 1 }],
+    websockets: m.websockets.snapshot(["api"]),
+    upstreamConnections: [
+      upstream("127.0.0.1:8080", "h2", { idle: 1 }),
+      upstream("127.0.0.1:8080", "http1", { peer_closed: 2, protocol_error: 1 }),
+    ],
     version: "1.2.3",
     uptimeSeconds: 5,
     startTimeSeconds: 1_700_000_000,
     residentBytes: 1024,
+  };
+}
+
+/** One address's connections, with `closed` counts by reason (the others 0). */
+function upstream(
+  address: string,
+  protocol: "h2" | "http1",
+  closed: Partial<Record<UpstreamCloseReason, number>>,
+): UpstreamConnectionsView {
+  const all = Object.fromEntries(UPSTREAM_CLOSE_REASONS.map((r) => [r, closed[r] ?? 0]));
+  const total = Object.values(all).reduce((a, b) => a + b, 0);
+  return {
+    address,
+    protocol,
+    opened: total + 2,
+    connectFailures: 1,
+    reused: 10,
+    open: 2,
+    closed: all as Record<UpstreamCloseReason, number>,
   };
 }
 
@@ -116,8 +152,16 @@ Deno.test("prometheus: spooky_backend_* families, and only they, are per backend
   for (const s of samples) {
     const family = familyOf(s.name, families);
     const perBackend = family.startsWith("spooky_backend_");
+    const perPool = family.startsWith("spooky_pool_");
+    const perAddress = family.startsWith("spooky_upstream_");
+    assert.equal("address" in s.labels, perAddress, `${s.name} ${JSON.stringify(s.labels)}`);
+    assert.equal("protocol" in s.labels, perAddress, `${s.name} ${JSON.stringify(s.labels)}`);
     assert.equal("backend" in s.labels, perBackend, `${s.name} ${JSON.stringify(s.labels)}`);
-    assert.equal("pool" in s.labels, perBackend, `${s.name} ${JSON.stringify(s.labels)}`);
+    assert.equal(
+      "pool" in s.labels,
+      perBackend || perPool,
+      `${s.name} ${JSON.stringify(s.labels)}`,
+    );
   }
   for (const name of families.keys()) {
     if (name.startsWith("spooky_backend_")) {
@@ -126,6 +170,35 @@ Deno.test("prometheus: spooky_backend_* families, and only they, are per backend
       }
     }
   }
+});
+
+Deno.test("prometheus: spooky_upstream_* families count each address's connections by protocol, closes by reason", () => {
+  const { families, samples } = parse(renderPrometheus(view()));
+  const value = (name: string, labels: Record<string, string>) =>
+    samples.find((s) =>
+      s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)
+    )?.value;
+  const h1 = { address: "127.0.0.1:8080", protocol: "http1" };
+  const h2 = { address: "127.0.0.1:8080", protocol: "h2" };
+  assert.equal(families.get("spooky_upstream_connections_opened_total"), "counter");
+  assert.equal(families.get("spooky_upstream_connections_open"), "gauge");
+  assert.equal(value("spooky_upstream_connections_opened_total", h1), "5");
+  assert.equal(value("spooky_upstream_connections_opened_total", h2), "3");
+  assert.equal(value("spooky_upstream_connect_failures_total", h1), "1");
+  assert.equal(value("spooky_upstream_connection_reuses_total", h2), "10");
+  assert.equal(value("spooky_upstream_connections_open", h1), "2");
+  assert.equal(
+    value("spooky_upstream_connections_closed_total", { ...h1, reason: "peer_closed" }),
+    "2",
+  );
+  assert.equal(
+    value("spooky_upstream_connections_closed_total", { ...h1, reason: "protocol_error" }),
+    "1",
+  );
+  assert.equal(value("spooky_upstream_connections_closed_total", { ...h2, reason: "idle" }), "1");
+  // Every reason is shown for every address, 0 included.
+  const closes = samples.filter((s) => s.name === "spooky_upstream_connections_closed_total");
+  assert.equal(closes.length, 2 * UPSTREAM_CLOSE_REASONS.length);
 });
 
 Deno.test('prometheus: request counters carry a status-class label code="Nxx"', () => {
@@ -221,4 +294,33 @@ Deno.test("#30.1: rate limits: allowed and limited requests counted per limit", 
     text,
     /^spooky_rate_limit_decisions_total\{limit="per-client",decision="limited"\} 4$/m,
   );
+});
+
+Deno.test("#30.2: retries by reason, budget exhaustion, waiting requests per pool; in flight and overload refusals per backend", () => {
+  const text = renderPrometheus(view());
+  const lines = text.split("\n");
+  for (
+    const line of [
+      'spooky_pool_retries_total{pool="api",reason="connect"} 2',
+      'spooky_pool_retries_total{pool="api",reason="503"} 5',
+      'spooky_pool_retry_budget_denied_total{pool="api"} 3',
+      'spooky_pool_pending_requests{pool="api"} 1',
+      'spooky_backend_inflight{backend="b",pool="api"} 4',
+      'spooky_backend_inflight{backend="a",pool="api"} 0',
+      'spooky_backend_overloaded_total{backend="b",pool="api",limit="max_inflight"} 6',
+      'spooky_backend_overloaded_total{backend="b",pool="api",limit="max_pending"} 7',
+      'spooky_backend_overloaded_total{backend="a",pool="api",limit="max_pending"} 0',
+    ]
+  ) assert.ok(lines.includes(line), `${line} in\n${text}`);
+});
+
+Deno.test("#29.2: prometheus: each pool's WebSockets open now, and attempts by outcome", () => {
+  const text = renderPrometheus(view());
+  assert.match(text, /^spooky_pool_websockets_open\{pool="api"\} 1$/m);
+  assert.match(
+    text,
+    /^spooky_pool_websocket_sessions_total\{pool="api",outcome="idle_timeout"\} 1$/m,
+  );
+  assert.match(text, /^spooky_pool_websocket_sessions_total\{pool="api",outcome="refused"\} 1$/m);
+  assert.match(text, /^spooky_pool_websocket_sessions_total\{pool="api",outcome="closed"\} 0$/m);
 });

@@ -38,3 +38,46 @@ export interface TcpListenerView {
   /** Closed after no request was in flight for the idle timeout. */
   idleTimeouts: number;
 }
+
+/**
+ * Why an upstream connection closed: `idle` (unused for its idle time),
+ * `peer_closed` (the backend closed it, asked to: `connection: close`, an
+ * HTTP/2 GOAWAY, or ended it with an error code), `protocol_error` (it broke
+ * the protocol: a malformed response, bytes outside one, an HTTP/2
+ * violation), `timeout` (no answer in time: a request's, a PING's, or no
+ * SETTINGS after connecting), `cancelled` (HTTP/1.1: an exchange given up,
+ * which only closing the connection cancels), `retired` (its address left
+ * the configuration), `shutdown` (the proxy stopped), `error` (the socket
+ * failed).
+ */
+export const UPSTREAM_CLOSE_REASONS = [
+  "idle",
+  "peer_closed",
+  "protocol_error",
+  "timeout",
+  "cancelled",
+  "retired",
+  "shutdown",
+  "error",
+] as const;
+
+/** One of {@link UPSTREAM_CLOSE_REASONS}. */
+export type UpstreamCloseReason = typeof UPSTREAM_CLOSE_REASONS[number];
+
+/** The connections of one upstream transport to one backend address (see `upstream/connection_stats.ts`). */
+export interface UpstreamConnectionsView {
+  /** The backend's `host:port`. */
+  address: string;
+  /** What the connections speak: `h2` or `http1`. */
+  protocol: "h2" | "http1";
+  /** Connections established (TCP connect and TLS handshake done). */
+  opened: number;
+  /** Attempts that established none (refused, timed out, TLS or ALPN refused). */
+  connectFailures: number;
+  /** Requests sent on a connection that had carried one before. */
+  reused: number;
+  /** Connections open now. */
+  open: number;
+  /** Connections closed, by reason. */
+  closed: Readonly<Record<UpstreamCloseReason, number>>;
+}

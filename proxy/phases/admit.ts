@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { RequestHead } from "../http/mod.ts";
+import { type RequestHead, WEBSOCKET_PROTOCOL } from "../http/mod.ts";
 import { checkAuthority, checkRequestTarget } from "../router/request_target.ts";
 
 /** Why the proxy answers a request itself: the status, the JSON body's `error`, and a message. */
@@ -33,8 +33,10 @@ export interface Refusal {
 /**
  * Methods the proxy answers itself, never forwarding them: TRACE and TRACK
  * would echo the request, cookies and credentials included, back to a page
- * (cross-site tracing), and CONNECT asks for a tunnel, which the proxy does
- * not offer. 501: not supported here (RFC 9110 §15.6.2).
+ * (cross-site tracing), and CONNECT asks for a tunnel to any address, which
+ * the proxy does not offer. 501: not supported here (RFC 9110 §15.6.2). The
+ * one CONNECT it forwards is the extended CONNECT of a WebSocket (`:protocol
+ * websocket`, RFC 8441 / RFC 9220), routed like a GET of its `:path`.
  */
 const NOT_FORWARDED = new Set(["TRACE", "TRACK", "CONNECT"]);
 
@@ -53,7 +55,17 @@ export function admit(
   authority: string | undefined,
 ): Refusal | null {
   if (NOT_FORWARDED.has(head.method.toUpperCase())) {
-    return refusal(501, "not_implemented", `the proxy does not forward ${head.method} requests`);
+    if (head.protocol === WEBSOCKET_PROTOCOL && head.method === "CONNECT") {
+      // a WebSocket: the rules below hold for it as for any request
+    } else if (head.protocol !== undefined) {
+      return refusal(
+        501,
+        "not_implemented",
+        `the proxy does not forward extended CONNECT for ${JSON.stringify(head.protocol)}`,
+      );
+    } else {
+      return refusal(501, "not_implemented", `the proxy does not forward ${head.method} requests`);
+    }
   }
   // HTTP/3 carries https URIs here: the proxy is their origin's front
   // (RFC 9114 §3.1); anything else would be forwarded under a false scheme.

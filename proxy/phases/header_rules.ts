@@ -28,7 +28,7 @@ export interface HeaderRules {
   readonly drop: ReadonlySet<string>;
   /** Fields appended after the drop: `set`'s, then `add`'s. */
   readonly append: ReadonlyArray<readonly [string, string]>;
-  /** `set.host`: the authority the backend is sent (`:authority` and `host`). */
+  /** `set.host`: the authority the backend is sent (HTTP/2 `:authority`, HTTP/1.1 `Host`). */
   readonly host: string | undefined;
 }
 
@@ -40,7 +40,8 @@ export function compileHeaderRules(config: HeaderRulesConfig | undefined): Heade
   if (set.length === 0 && add.length === 0 && config.remove.length === 0) return null;
   return {
     drop: new Set([...config.remove, ...set.map(([name]) => name)]),
-    append: [...set, ...add],
+    // `set.host` is the authority, which each protocol sends its own way.
+    append: [...set.filter(([name]) => name !== "host"), ...add],
     host: config.set.host,
   };
 }

@@ -1,5 +1,6 @@
 /**
- * Routing: which pool serves a request (host, longest path prefix), and which
+ * Routing: which pool serves a request (host, longest path prefix, methods,
+ * header conditions; the precedence is `routePrecedence`), and which
  * request targets are refused before routing because they could mean another
  * path to a backend than to the router.
  *
@@ -14,5 +15,15 @@
  * @module
  */
 
-export { normalizeHost, Router, type RouteRule } from "./router.ts";
+export {
+  type CompiledRoute,
+  compileRoute,
+  type FieldCondition,
+  type HeaderCondition,
+  normalizeHost,
+  type RequestFields,
+  routePrecedence,
+  Router,
+  type RouteRule,
+} from "./router.ts";
 export { checkRequestTarget } from "./request_target.ts";

@@ -14,13 +14,13 @@
  * @module
  */
 
-import { deadline } from "../../shared/deadline.ts";
-import { encodeFrameHeader, FrameType } from "../h3/mod.ts";
+import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
+import { FrameType, varintLength, writeVarint } from "../h3/mod.ts";
 
 /** Size of the first read of a request stream: room for a typical HEADERS frame. */
 const FIRST_READ_BYTES = 2048;
 /** Largest read (request bodies arriving fast). */
-const BODY_READ_BYTES = 64 * 1024;
+export const BODY_READ_BYTES = 64 * 1024;
 
 /** The reads a request stream is consumed with. */
 export interface ChunkReader {
@@ -28,6 +28,12 @@ export interface ChunkReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
   /** Stops receiving (STOP_SENDING). */
   cancel(reason?: unknown): Promise<void>;
+  /**
+   * Nothing refers to the last chunk's bytes any more (no view of it is
+   * kept anywhere): the next read goes into its buffer instead of a new
+   * one. Absent on streams read with the default reader.
+   */
+  recycle?(): void;
 }
 
 /**
@@ -36,8 +42,12 @@ export interface ChunkReader {
  * dozen bytes) cost 64 KiB of short-lived external memory, which drives V8's
  * garbage collector. Reads start at 2 KiB and grow (×4, up to 64 KiB) only
  * while each one comes back full, so a GET's reads (its HEADERS, then its
- * FIN) stay small and an upload soon reads in large pieces. Streams that
- * are not byte streams (the in-memory test transport) get the default reader.
+ * FIN) stay small and an upload soon reads in large pieces. Each read takes
+ * a new buffer unless the caller gave the last one back (`recycle`): an
+ * upload whose body is copied out (`request_body.ts`) reads into one buffer
+ * throughout. A buffer handed on by transfer (detached) is never reused.
+ * Streams that are not byte streams (the in-memory test transport) get the
+ * default reader.
  */
 export function chunkReader(readable: ReadableStream<Uint8Array>): ChunkReader {
   let byob: ReadableStreamBYOBReader;
@@ -47,13 +57,25 @@ export function chunkReader(readable: ReadableStream<Uint8Array>): ChunkReader {
     return readable.getReader();
   }
   let size = FIRST_READ_BYTES;
+  /** The buffer of the last chunk read (null once recycled or while a read holds it). */
+  let last: ArrayBuffer | null = null;
+  /** A buffer given back by `recycle`, read into next. */
+  let spare: ArrayBuffer | null = null;
   return {
     async read() {
-      const r = await byob.read(new Uint8Array(size));
+      // A spare that was detached meanwhile (handed on by transfer) has no bytes left.
+      const buffer = spare !== null && spare.byteLength === size ? spare : new ArrayBuffer(size);
+      spare = null;
+      last = null;
+      const r = await byob.read(new Uint8Array(buffer));
       if (r.value?.length === size) size = Math.min(size * 4, BODY_READ_BYTES);
-      return r.done || r.value === undefined
-        ? { done: true, value: undefined }
-        : { done: false, value: r.value };
+      if (r.done || r.value === undefined) return { done: true, value: undefined };
+      last = r.value.buffer as ArrayBuffer;
+      return { done: false, value: r.value };
+    },
+    recycle() {
+      spare = last;
+      last = null;
     },
     cancel: (reason) => byob.cancel(reason),
   };
@@ -96,8 +118,12 @@ export class ResponseWriteStall extends Error {
 
 /** Room kept in front of each read for the DATA frame header (type + length varints). */
 const FRAME_HEADER_ROOM = 8;
-/** Size of the buffer a response body is read into. */
-const BODY_BUFFER_BYTES = 64 * 1024;
+/**
+ * Size of the buffer a response body is read into: 64 KiB of payload behind
+ * the header's room, so one 64 KiB read of the backend's socket (the
+ * HTTP/1.1 client's) fits one DATA frame whole.
+ */
+const BODY_BUFFER_BYTES = 64 * 1024 + FRAME_HEADER_ROOM;
 
 /** Reads a response body as ready-to-send DATA frames. */
 interface DataFrameReader {
@@ -108,6 +134,18 @@ interface DataFrameReader {
   /** Tells the reader the last frame has been written (its buffer may be reused). */
   written(): void;
   cancel(reason: unknown): void;
+}
+
+/**
+ * The DATA frame whose `length` bytes of payload sit at
+ * {@link FRAME_HEADER_ROOM} in `buffer`: its header is written in place just
+ * before them (nothing allocated but the view).
+ */
+function dataFrameAround(buffer: ArrayBuffer, length: number): Uint8Array {
+  const headerLength = varintLength(FrameType.DATA) + varintLength(length);
+  const frame = new Uint8Array(buffer, FRAME_HEADER_ROOM - headerLength, headerLength + length);
+  writeVarint(frame, writeVarint(frame, 0, FrameType.DATA), length);
+  return frame;
 }
 
 /**
@@ -144,10 +182,7 @@ function dataFrameReader(body: ReadableStream<Uint8Array>): DataFrameReader {
           buffer = payload.buffer as ArrayBuffer;
           continue;
         }
-        const header = encodeFrameHeader(FrameType.DATA, payload.length);
-        const start = FRAME_HEADER_ROOM - header.length;
-        const frame = new Uint8Array(payload.buffer, start, header.length + payload.length);
-        frame.set(header, 0);
+        const frame = dataFrameAround(payload.buffer as ArrayBuffer, payload.length);
         pending = payload.buffer as ArrayBuffer;
         this.payload = payload.length;
         return frame;
@@ -170,8 +205,8 @@ function dataFrameReader(body: ReadableStream<Uint8Array>): DataFrameReader {
  * larger than the buffer goes out in several frames.
  */
 function copyingFrameReader(reader: ReadableStreamDefaultReader<Uint8Array>): DataFrameReader {
-  let buffer: Uint8Array | null = new Uint8Array(BODY_BUFFER_BYTES);
-  let pending: Uint8Array | null = null;
+  let buffer: Uint8Array<ArrayBuffer> | null = new Uint8Array(BODY_BUFFER_BYTES);
+  let pending: Uint8Array<ArrayBuffer> | null = null;
   let rest: Uint8Array | null = null;
   const room = BODY_BUFFER_BYTES - FRAME_HEADER_ROOM;
   return {
@@ -191,13 +226,10 @@ function copyingFrameReader(reader: ReadableStreamDefaultReader<Uint8Array>): Da
       // A buffer still held by an unfinished write is never reused.
       const buf = buffer ?? new Uint8Array(BODY_BUFFER_BYTES);
       buffer = null;
-      const header = encodeFrameHeader(FrameType.DATA, chunk.length);
-      const start = FRAME_HEADER_ROOM - header.length;
-      buf.set(header, start);
       buf.set(chunk, FRAME_HEADER_ROOM);
       pending = buf;
       this.payload = chunk.length;
-      return buf.subarray(start, FRAME_HEADER_ROOM + chunk.length);
+      return dataFrameAround(buf.buffer, chunk.length);
     },
     written() {
       buffer = pending;
@@ -229,6 +261,63 @@ export interface SourceWait {
 }
 
 /**
+ * The stall bound of one body's pipe: one deadline for the body, re-armed at
+ * each wait (for the next chunk, or for a write to be taken), instead of a
+ * deadline per wait. A deadline per chunk cost a promise, its callbacks and
+ * an entry in the deadline sweeper (whose timer stopped and started again
+ * between chunks): about half the garbage of a long download's pipe. A read
+ * that stalls is ended by cancelling the source (`onReadStall`), which
+ * settles it; only a write, which nothing else can end, is wrapped.
+ */
+class StallBound {
+  readonly #watch: IdleWatch | null = null;
+  #reading = true;
+  #rejectWrite: ((err: Error) => void) | null = null;
+  /** Why the pipe stalled, once it did. */
+  error: ResponseIdleTimeout | ResponseWriteStall | null = null;
+
+  /** `onReadStall` ends a pending read (cancels the source) when the source stalled. */
+  constructor(idleMs: number, onReadStall: (err: ResponseIdleTimeout) => void) {
+    if (!Number.isFinite(idleMs)) return;
+    this.#watch = idleWatch(idleMs, () => {
+      if (this.#reading) {
+        const err = new ResponseIdleTimeout(idleMs);
+        this.error = err;
+        onReadStall(err);
+      } else {
+        const err = new ResponseWriteStall(idleMs);
+        this.error = err;
+        this.#rejectWrite?.(err);
+      }
+    });
+  }
+
+  /** Waiting for the next chunk: `next` itself (a stall ends it through `onReadStall`). */
+  read<T>(next: Promise<T>): Promise<T> {
+    this.#reading = true;
+    this.#watch?.touch();
+    return next;
+  }
+
+  /** `write`, or a {@link ResponseWriteStall} once it took longer than the bound. */
+  write(write: Promise<void>): Promise<void> {
+    this.#reading = false;
+    if (this.#watch === null) return write;
+    this.#watch.touch();
+    return new Promise<void>((resolve, reject) => {
+      this.#rejectWrite = reject;
+      write.then(resolve, reject);
+    });
+  }
+
+  /** The pipe is over: no more deadline. */
+  stop(): void {
+    this.#watch?.cancel();
+    this.#rejectWrite = null;
+  }
+}
+
+/**
  * Writes a streamed body as DATA frames, each after the previous one was
  * taken by the QUIC stream (backpressure). Stops at once when `signal`
  * aborts (the client or the connection went away: the write side is dead,
@@ -249,6 +338,7 @@ export async function pipeBody(
   waiting?: SourceWait,
 ): Promise<BodyOutcome> {
   const reader = dataFrameReader(body);
+  const bound = new StallBound(idleMs, (err) => reader.cancel(err));
   let bytes = 0;
   // An abort cancels the source, which ends a pending read: checked below so
   // that a cancelled body never reads as complete.
@@ -259,18 +349,20 @@ export async function pipeBody(
       let frame: Uint8Array | null;
       waiting?.resume();
       try {
-        frame = await deadline(reader.next(), idleMs, () => new ResponseIdleTimeout(idleMs));
+        frame = await bound.read(reader.next());
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         reader.cancel(error);
-        return { kind: "broken", bytes, error };
+        return { kind: "broken", bytes, error: bound.error ?? error };
       } finally {
         waiting?.pause();
       }
       if (signal.aborted) throw signal.reason;
+      // The source stalled: the read was ended by cancelling it.
+      if (bound.error !== null) return { kind: "broken", bytes, error: bound.error };
       if (frame === null) return { kind: "complete", bytes };
       try {
-        await deadline(writer.write(frame), idleMs, () => new ResponseWriteStall(idleMs));
+        await bound.write(writer.write(frame));
       } catch (error) {
         if (!(error instanceof ResponseWriteStall) || signal.aborted) throw error;
         reader.cancel(error);
@@ -283,6 +375,7 @@ export async function pipeBody(
     reader.cancel(err);
     throw err;
   } finally {
+    bound.stop();
     signal.removeEventListener("abort", onAbort);
   }
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { FrameDecoder, type FrameEvent, NEED_MORE } from "../h3/mod.ts";
-import { pipeBody } from "./body_io.ts";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { pipeBody, ResponseIdleTimeout } from "./body_io.ts";
 
 /** A writer that keeps a copy of every write (the QUIC stream copies too). */
 function recordingWriter(): {
@@ -117,4 +119,56 @@ Deno.test("pipeBody: a client that takes no write for idleMs ends it as stalled 
   assert.ok(pulled <= 3, `pulled ${pulled} chunks from the source for a stalled client`);
   // Waiting on the source is reported around each read, never during a write.
   assert.deepEqual(waits.slice(0, 4), ["resume", "pause", "resume", "pause"]);
+});
+
+Deno.test("pipeBody: a source that sends nothing for idleMs ends it broken (ResponseIdleTimeout) and is cancelled", async () => {
+  let cancelled: unknown = null;
+  let n = 0;
+  const source = new ReadableStream<Uint8Array>({
+    pull: (c) => n++ === 0 ? c.enqueue(new Uint8Array(500)) : new Promise<void>(() => {}),
+    cancel: (reason) => void (cancelled = reason),
+  }, { highWaterMark: 0 });
+  const { writer } = recordingWriter();
+  const outcome = await pipeBody(writer, source, new AbortController().signal, 100);
+  assert.equal(outcome.kind, "broken");
+  assert.equal(outcome.bytes, 500);
+  assert.ok(outcome.kind === "broken" && outcome.error instanceof ResponseIdleTimeout);
+  assert.ok(cancelled instanceof ResponseIdleTimeout, `cancelled with ${cancelled}`);
+});
+
+/** This isolate's JS heap after a full GC (MiB). */
+const heapMiB: () => number = (() => {
+  v8.setFlagsFromString("--expose-gc");
+  const gc: () => void = vm.runInNewContext("gc");
+  return () => {
+    gc();
+    return Deno.memoryUsage().heapUsed / 2 ** 20;
+  };
+})();
+
+Deno.test("pipeBody: a long body keeps nothing per frame (the stall bound holds one deadline per body)", async () => {
+  const frames = 30_000;
+  let n = 0;
+  const source = new ReadableStream({
+    type: "bytes",
+    pull(c) {
+      const req = c.byobRequest!;
+      if (n++ === frames) {
+        c.close();
+        return req.respond(0);
+      }
+      req.view!.fill(7, 0, 10);
+      req.respond(10);
+    },
+  });
+  const ws = new WritableStream<Uint8Array>({ write() {} });
+  const signal = new AbortController().signal;
+  const before = heapMiB();
+  let grew = 0;
+  const pipe = pipeBody(ws.getWriter(), source, signal, 60_000);
+  // Measured while the pipe is still going: what it holds per frame so far.
+  while (n < frames * 0.9) await new Promise((r) => setTimeout(r, 5));
+  grew = heapMiB() - before;
+  assert.deepEqual(await pipe, { kind: "complete", bytes: frames * 10 });
+  assert.ok(grew < 1, `the heap grew by ${grew.toFixed(2)} MiB over ${n} frames`);
 });

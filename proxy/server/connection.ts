@@ -78,7 +78,6 @@ export class H3Connection implements StreamContext {
   // (a collected QuicSendStream is closed, docs/architecture.md §4).
   #control?: WritableStreamDefaultWriter<Uint8Array>;
   #decoderStream?: WritableStreamDefaultWriter<Uint8Array>;
-  #encoderStream?: WritableStreamDefaultWriter<Uint8Array>;
   #decoderWrite: Promise<void> = Promise.resolve();
   #maxStreamId = -1;
   #goawayId: number | null = null;
@@ -113,13 +112,14 @@ export class H3Connection implements StreamContext {
       (info) => this.#onClosed(info.closeCode, info.reason),
       (err) => this.#onClosed(-1, String(err)),
     );
-    try {
-      await this.#openOwnStreams();
-    } catch (err) {
-      this.#onClosed(-1, `cannot open control stream: ${err}`);
-      return;
-    }
-    await Promise.all([this.#acceptUni(), this.#acceptBidi()]);
+    // Requests are accepted while the own streams open: a client's first
+    // request need not wait for them. Decoder-stream instructions queue
+    // behind the opening (`#flushDecoderStream`).
+    const opening = this.#openOwnStreams().catch((err) =>
+      this.close(H3Code.INTERNAL_ERROR, `cannot open control stream: ${err}`)
+    );
+    this.#decoderWrite = opening;
+    await Promise.all([opening, this.#acceptUni(), this.#acceptBidi()]);
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight.keys()]);
   }
 
@@ -194,26 +194,28 @@ export class H3Connection implements StreamContext {
       [SettingId.QPACK_MAX_TABLE_CAPACITY, this.opts.qpackMaxTableCapacity],
       [SettingId.QPACK_BLOCKED_STREAMS, this.opts.qpackBlockedStreams],
       [SettingId.MAX_FIELD_SECTION_SIZE, this.opts.maxFieldSectionSize],
+      // Extended CONNECT (RFC 9220 §3): WebSockets over HTTP/3.
+      [SettingId.ENABLE_CONNECT_PROTOCOL, 1],
     ]);
     const control = (await this.#conn.createUnidirectionalStream()).getWriter();
     this.#control = control;
-    await control.write(
-      concatBytes(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings)),
-    );
-    const encoder = (await this.#conn.createUnidirectionalStream()).getWriter();
-    this.#encoderStream = encoder;
-    await encoder.write(Uint8Array.of(StreamType.QPACK_ENCODER));
     const decoder = (await this.#conn.createUnidirectionalStream()).getWriter();
     this.#decoderStream = decoder;
-    await decoder.write(Uint8Array.of(StreamType.QPACK_DECODER));
+    // No QPACK encoder stream: this encoder never inserts into the dynamic
+    // table, and an endpoint that will not use it may skip it (RFC 9204 §4.2).
+    await Promise.all([
+      control.write(concatBytes(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings))),
+      decoder.write(Uint8Array.of(StreamType.QPACK_DECODER)),
+    ]);
   }
 
   /** Writes pending QPACK decoder-stream instructions (acks, increments, cancels). */
   #flushDecoderStream(): void {
     const bytes = this.#qdec.takeDecoderStreamBytes();
-    if (bytes === null || bytes.length === 0 || !this.#decoderStream) return;
-    const writer = this.#decoderStream;
-    this.#decoderWrite = this.#decoderWrite.then(() => writer.write(bytes)).catch(() => {});
+    if (bytes === null || bytes.length === 0) return;
+    this.#decoderWrite = this.#decoderWrite
+      .then(() => this.#decoderStream?.write(bytes))
+      .catch(() => {});
   }
 
   async #acceptUni(): Promise<void> {

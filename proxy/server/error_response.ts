@@ -22,5 +22,6 @@ export function errorResponse(status: number, error: string, message: string): O
     status,
     headers: [["content-type", "application/json"], ["content-length", String(body.length)]],
     body,
+    error,
   };
 }

@@ -21,7 +21,6 @@
 import { getLogger } from "@logtape/logtape";
 import { deadline, idleWatch } from "../../shared/deadline.ts";
 import {
-  BodyLengthTracker,
   encodeFrame,
   encodeHeadersAndData,
   FieldSectionTooLargeError,
@@ -32,7 +31,6 @@ import {
   type RequestEvent,
   RequestStreamParser,
   validateRequestFields,
-  validateTrailerFields,
 } from "../h3/mod.ts";
 import { allowedInTrailers, HOP_BY_HOP, type RequestHead, responseHasNoBody } from "../http/mod.ts";
 import type { BidiStream, PeerAddr } from "../quic/transport.ts";
@@ -46,8 +44,15 @@ import {
 import { cancelProbe } from "./cancel_probe.ts";
 import { errorResponse } from "./error_response.ts";
 import { headersFrameLimits } from "./header_limits.ts";
+import { requestBody, type SectionEvent } from "./request_body.ts";
 import { RequestEnd } from "./request_end.ts";
-import type { ConnectionOptions, IncomingRequest, OutgoingResponse } from "./types.ts";
+import { tunnelBody } from "./tunnel_body.ts";
+import type {
+  ConnectionOptions,
+  IncomingRequest,
+  OutgoingResponse,
+  RequestRecord,
+} from "./types.ts";
 
 const log = getLogger(["proxy", "server"]);
 
@@ -94,6 +99,12 @@ export interface StreamContext {
  * sends its body, and must not be made to wait for us.)
  */
 const PEEK_METHODS = new Set(["GET", "HEAD", "OPTIONS", "DELETE"]);
+
+/**
+ * This server advertises SETTINGS_ENABLE_CONNECT_PROTOCOL (`connection.ts`):
+ * a request may carry `:protocol` (RFC 9220 §3).
+ */
+const EXTENDED_CONNECT = { allowExtendedConnect: true } as const;
 
 /** Whether whisper (trace) logging is on: byte counts and hex dumps of what arrives. */
 const whisper = () => log.isEnabledFor("trace");
@@ -145,15 +156,23 @@ export async function serveRequest(
   // read that waits too long is cancelled (STOP_SENDING), and the request
   // answered 408.
   let lateRead = false;
+  // Off for a tunnel's reads once it is known: its pool's websocket limits bound it.
+  let watchReads = true;
   const readWatch = idleWatch(idleMs, () => {
     lateRead = true;
     reader.cancel(new RequestIdleTimeout(idleMs)).catch(() => {});
   });
   readWatch.pause();
-  const nextEvent = async (): Promise<RequestEvent> => {
+  /**
+   * The next event. `recycle`: the caller keeps nothing of earlier events'
+   * bytes; a read then goes into the last read's buffer when the parser
+   * keeps none of it either (the queue is empty whenever a read is made).
+   */
+  const nextEvent = async (recycle = false): Promise<RequestEvent> => {
     while (queue.length === 0) {
       if (readDone) return { type: "end" };
-      readWatch.touch();
+      if (recycle && parser.pendingBytes === 0) reader.recycle?.();
+      if (watchReads) readWatch.touch();
       let r: ReadableStreamReadResult<Uint8Array>;
       try {
         r = await reader.read();
@@ -190,12 +209,17 @@ export async function serveRequest(
 
   let response: OutgoingResponse;
   let head: RequestHead | undefined;
+  // What the application asked to be told when the request is done (its span).
+  let finished: OutgoingResponse["finished"];
   try {
     const first = await nextEvent();
     if (first.type !== "headers" && first.type !== "headers_too_large") {
       throw new H3Error(H3Code.REQUEST_INCOMPLETE, "stream", "request without HEADERS");
     }
-    head = validateRequestFields(await decode(first));
+    head = validateRequestFields(await decode(first), EXTENDED_CONNECT);
+    // An extended CONNECT (RFC 9220): the stream carries a tunnel once answered 2xx.
+    const tunnel = head.protocol !== undefined;
+    if (tunnel) watchReads = false;
     const declared = head.contentLength;
     if (declared !== undefined && declared > opts.maxRequestBodyBytes) {
       response = errorResponse(413, "payload_too_large", "request body exceeds the limit");
@@ -212,8 +236,11 @@ export async function serveRequest(
         else queue.unshift(ev);
       }
       let trailers: Array<[string, string]> | null = null;
-      const body = ended ? null : requestBody(
-        nextEvent,
+      const body = tunnel ? tunnelBody(nextEvent, abort) : ended ? null : requestBody(
+        {
+          next: nextEvent,
+          lastReadTaken: () => parser.pendingBytes === 0 && queue.every((e) => e.type === "end"),
+        },
         decode,
         declared,
         opts.maxRequestBodyBytes,
@@ -223,7 +250,7 @@ export async function serveRequest(
       const req: IncomingRequest = {
         head,
         body,
-        trailers: body === null ? undefined : () => trailers,
+        trailers: body === null || tunnel ? undefined : () => trailers,
         remote: ctx.remote,
         signal: abort.signal,
         claimBackendStream: ctx.claimBackendStream
@@ -236,6 +263,7 @@ export async function serveRequest(
       const probe = cancelProbe.watch(writer);
       try {
         response = await opts.handler(req);
+        finished = response.finished;
       } catch (err) {
         // A failure of the client's own body is reported below, not as a bug.
         if (bodyFailed(abort.signal) === undefined) {
@@ -261,7 +289,7 @@ export async function serveRequest(
         response = errorResponse(431, "headers_too_large", "header list exceeds the limit");
       } else if (err.code === H3Code.REQUEST_CANCELLED || ctx.closed) {
         abandon(reader, writer);
-        finish(ctx, streamId, head, started, 499, 0, undefined, "aborted");
+        finish(ctx, streamId, head, started, 499, 0, undefined, "aborted", finished);
         return;
       } else {
         response = errorResponse(400, "bad_request", err.message);
@@ -269,13 +297,13 @@ export async function serveRequest(
     } else if (err instanceof H3Error) {
       abandon(reader, writer);
       // A request that broke its connection is a request too: accounted as 400.
-      finish(ctx, streamId, head, started, 400, 0, undefined, "aborted");
+      finish(ctx, streamId, head, started, 400, 0, undefined, "aborted", finished);
       throw err; // connection error
     } else {
       // the client reset the stream or the connection went away
       if (trace) log.trace("stream {id}: abandoned: {error}", { id: streamId, error: String(err) });
       abandon(reader, writer);
-      finish(ctx, streamId, head, started, 499, 0, undefined, "aborted");
+      finish(ctx, streamId, head, started, 499, 0, undefined, "aborted", finished);
       return;
     }
   } finally {
@@ -283,11 +311,24 @@ export async function serveRequest(
   }
 
   if (trace) log.trace("stream {id}: response {status}", { id: streamId, status: response.status });
-  const written = await writeResponse(ctx, writer, response, head?.method ?? "", abort, idleMs);
+  const tunnel = head?.protocol !== undefined && response.status >= 200 && response.status < 300;
+  const written = await writeResponse(
+    ctx,
+    writer,
+    response,
+    head?.method ?? "",
+    abort,
+    idleMs,
+    tunnel,
+  );
   // Whatever of the request the application did not read (a body it did not
   // want, a GET's late FIN or stray DATA) is not wanted: stop receiving it.
   if (!readDone) reader.cancel().catch(() => {});
-  finish(ctx, streamId, head, started, response.status, written.bytes, response, written.outcome);
+  const { bytes, outcome } = written;
+  finish(ctx, streamId, head, started, response.status, bytes, response, outcome, finished);
+  // A tunnel's client that broke HTTP/3 on its stream (HEADERS after CONNECT) broke its connection.
+  const broke = tunnel ? bodyFailed(abort.signal)?.cause : undefined;
+  if (broke instanceof H3Error && broke.scope === "connection") throw broke;
 }
 
 function finish(
@@ -299,11 +340,12 @@ function finish(
   bytes: number,
   response: OutgoingResponse | undefined,
   outcome: "complete" | "broken" | "aborted",
+  finished: OutgoingResponse["finished"],
 ): void {
   const done = ctx.opts.hooks?.requestDone;
-  if (done === undefined) return;
+  if (done === undefined && finished === undefined) return;
   // A request whose head could not be decoded is accounted for too (`-`).
-  done({
+  const record: RequestRecord = {
     listener: "h3",
     streamId,
     remote: ctx.remote,
@@ -318,7 +360,13 @@ function finish(
     failure: response?.failure,
     rateLimit: response?.rateLimit,
     outcome,
-  });
+  };
+  // The response's own listeners (a backend slot among them) run whatever the sink does.
+  try {
+    done?.(record);
+  } finally {
+    finished?.(record);
+  }
 }
 
 /** The end of a request whose own body failed, or `undefined`. */
@@ -333,57 +381,6 @@ function abandon(
 ): void {
   reader.cancel().catch(() => {});
   writer.close().catch(() => {});
-}
-
-/** A request event that stands for a header section: decoded, or skipped as too large. */
-type SectionEvent = Extract<RequestEvent, { type: "headers" | "headers_too_large" }>;
-
-/** The request body as a pull-driven stream: each pull reads the QUIC stream once more. */
-function requestBody(
-  nextEvent: () => Promise<RequestEvent>,
-  decode: (ev: SectionEvent) => Array<[string, string]> | Promise<Array<[string, string]>>,
-  declared: number | undefined,
-  limit: number,
-  abort: AbortController,
-  onTrailers: (fields: Array<[string, string]>) => void,
-): ReadableStream<Uint8Array> {
-  const tracker = new BodyLengthTracker(declared);
-  let received = 0;
-  const pullOnce = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    for (;;) {
-      const ev = await nextEvent();
-      if (ev.type === "data") {
-        if (ev.chunk.length === 0) continue;
-        received += ev.chunk.length;
-        if (received > limit) throw new RequestBodyTooLarge();
-        tracker.add(ev.chunk.length);
-        controller.enqueue(ev.chunk);
-        return;
-      }
-      if (ev.type === "headers" || ev.type === "headers_too_large") {
-        // Trailers (RFC 9114 §4.1): validated, kept for the application
-        // (forwarded after the body); an empty section is none.
-        const fields = validateTrailerFields(await decode(ev));
-        if (fields.length > 0) onTrailers(fields);
-        continue;
-      }
-      tracker.finish();
-      controller.close();
-      return;
-    }
-  };
-  return new ReadableStream<Uint8Array>({
-    pull: async (controller) => {
-      try {
-        await pullOnce(controller);
-      } catch (err) {
-        // The client broke its own body: end the request first, so the
-        // application sees a client failure and does not blame the backend.
-        abort.abort(new RequestEnd("client_body_failed", { cause: err }));
-        throw err;
-      }
-    },
-  }, { highWaterMark: 0 });
 }
 
 /**
@@ -410,6 +407,7 @@ async function writeResponse(
   method: string,
   abort: AbortController,
   idleMs: number,
+  tunnel = false,
 ): Promise<{ bytes: number; outcome: "complete" | "broken" | "aborted" }> {
   const fields: Array<[string, string]> = [[":status", String(res.status)]];
   for (const [name, value] of res.headers) {
@@ -417,7 +415,6 @@ async function writeResponse(
     if (HOP_BY_HOP.has(lower) || lower === "host") continue;
     fields.push([lower, value]);
   }
-  const block = ctx.encodeSection(fields);
   const noBody = responseHasNoBody(method, res.status);
   let body = res.body;
   if (noBody && body instanceof ReadableStream) {
@@ -429,6 +426,8 @@ async function writeResponse(
   const write = (bytes: Uint8Array) =>
     deadline(writer.write(bytes), idleMs, () => new ResponseWriteStall(idleMs));
   try {
+    // Inside the try: whatever fails, the response ends and its `finished` is called.
+    const block = ctx.encodeSection(fields);
     if (body === null || noBody) {
       await write(encodeFrame(FrameType.HEADERS, block));
     } else if (body instanceof Uint8Array) {
@@ -440,7 +439,8 @@ async function writeResponse(
       const probe = cancelProbe.watch(writer, true);
       let outcome;
       try {
-        outcome = await pipeBody(writer, body, abort.signal, idleMs, probe);
+        // A tunnel's backend side may be silent for long: its pool's websocket limits bound it.
+        outcome = await pipeBody(writer, body, abort.signal, tunnel ? Infinity : idleMs, probe);
       } finally {
         probe.stop();
       }
@@ -455,6 +455,14 @@ async function writeResponse(
         const trailer = encodeFrame(FrameType.HEADERS, ctx.encodeSection([[":status", "502"]]));
         const ended = writer.write(trailer).then(() => writer.close());
         deadline(ended, idleMs, () => outcome.error).catch(() => writer.abort().catch(() => {}));
+        return { bytes, outcome: "broken" };
+      }
+      if (outcome.kind === "broken" && tunnel) {
+        // No frame but DATA may follow a CONNECT's answer (RFC 9114 §4.4), and
+        // Deno cannot reset a send stream: the tunnel ends with a FIN, which a
+        // WebSocket client without a Close frame sees as an abnormal closure.
+        log.debug("tunnel ended: {error}", { error: String(outcome.error) });
+        await writer.close();
         return { bytes, outcome: "broken" };
       }
       if (outcome.kind === "broken") {
@@ -479,6 +487,8 @@ async function writeResponse(
       abort.abort(new RequestEnd("write_stalled", { cause: err }));
     }
     writer.abort().catch(() => {});
+    // A body never piped (its head was not written) is not wanted either.
+    if (body instanceof ReadableStream && !body.locked) body.cancel().catch(() => {});
     return { bytes, outcome: "aborted" };
   }
 }

@@ -100,16 +100,56 @@ export function tcpFallbackHandler(
     }
     let res: OutgoingResponse;
     try {
-      res = await handler({ head, body: req.body, remote, signal: req.signal, claimBackendStream });
+      res = await handler({
+        head,
+        body: req.body,
+        remote,
+        listener: "tcp",
+        signal: req.signal,
+        claimBackendStream,
+      });
     } catch {
       res = errorResponse(500, "internal_error", "internal proxy error");
+    }
+    let bytes = 0;
+    let outcome: RequestRecord["outcome"] = "complete";
+    // Told once the response is done (sent, cut, or the client left): set up
+    // before anything else, so that whatever follows, it is told.
+    const finished = res.finished;
+    if (done !== undefined || finished !== undefined) {
+      const report = () => {
+        const record: RequestRecord = {
+          listener: "tcp",
+          streamId: 0,
+          remote,
+          method: head.method,
+          authority: head.authority,
+          path: head.path ?? "",
+          status: res.status,
+          bytes,
+          durationMs: performance.now() - started,
+          backend: res.backend,
+          upstreamMs: res.upstreamMs,
+          failure: res.failure,
+          rateLimit: res.rateLimit,
+          outcome,
+        };
+        // The response's own listeners (a backend slot among them) run whatever the sink does.
+        try {
+          done?.(record);
+        } finally {
+          finished?.(record);
+        }
+      };
+      info.completed.then(report, () => {
+        if (outcome === "complete") outcome = "aborted";
+        report();
+      });
     }
     const headers = new Headers();
     for (const [name, value] of res.headers) headers.append(name, value);
     headers.set("alt-svc", altSvc);
     let body: BodyInit | null = null;
-    let bytes = 0;
-    let outcome: RequestRecord["outcome"] = "complete";
     if (!responseHasNoBody(req.method, res.status)) {
       if (res.body instanceof Uint8Array) {
         body = res.body as Uint8Array<ArrayBuffer>;
@@ -167,29 +207,6 @@ export function tcpFallbackHandler(
       }
     } else if (res.body instanceof ReadableStream) {
       res.body.cancel().catch(() => {});
-    }
-    if (done !== undefined) {
-      const report = () =>
-        done({
-          listener: "tcp",
-          streamId: 0,
-          remote,
-          method: head.method,
-          authority: head.authority,
-          path: head.path ?? "",
-          status: res.status,
-          bytes,
-          durationMs: performance.now() - started,
-          backend: res.backend,
-          upstreamMs: res.upstreamMs,
-          failure: res.failure,
-          rateLimit: res.rateLimit,
-          outcome,
-        });
-      info.completed.then(report, () => {
-        if (outcome === "complete") outcome = "aborted";
-        report();
-      });
     }
     return new Response(body, { status: res.status, headers });
   };

@@ -42,6 +42,7 @@ import {
   type TlsConnectionServer,
   type TlsPair,
 } from "../../shared/serve_connections.ts";
+import type { TakeOver } from "../../shared/connection_takeover.ts";
 
 /** A listener that could not be started, named for the operator. */
 export class ListenerStartError extends Error {
@@ -138,6 +139,11 @@ export interface TcpFallbackListenOptions {
   tls: TlsPair;
   handler: Deno.ServeHandler<Deno.NetAddr>;
   limits: ConnectionLimits;
+  /**
+   * Takes over the HTTP/1.1 connections whose first request it wants (the
+   * WebSocket upgrades, `tcp_websocket.ts`); absent: none is.
+   */
+  takeOver?: TakeOver;
 }
 
 /**
@@ -159,6 +165,7 @@ export function startTcpFallback(opts: TcpFallbackListenOptions): TlsConnectionS
       name: "TCP fallback",
       maxConnectionsSetting: "limits.tcp_max_connections",
       logCategory: ["proxy", "tcp_fallback"],
+      takeOver: opts.takeOver,
     });
   } catch (err) {
     listener.close();

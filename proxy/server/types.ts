@@ -25,6 +25,8 @@ export interface IncomingRequest {
   readonly trailers?: () => Array<[string, string]> | null;
   /** The client's UDP address. */
   readonly remote: PeerAddr;
+  /** The listener that carried it (absent: HTTP/3); tracing reads it for the protocol version. */
+  readonly listener?: "h3" | "tcp";
   /**
    * The request's one end signal: aborted when the request ends before its
    * answer is done (the client went away, its body failed, its connection
@@ -74,6 +76,27 @@ export interface OutgoingResponse {
   failure?: RequestFailure;
   /** The rate limit that refused the request (a 429 of `rate_limits`), for the access log. */
   rateLimit?: string;
+  /** The `error` of the proxy's own JSON answer (`error_response.ts`); absent for a backend's. */
+  error?: string;
+  /**
+   * Called by the server layer exactly once, when the request is finished
+   * (the body delivered, cut or failed, the client gone or its connection
+   * closed; a response without a body once its head is written), with the
+   * {@link RequestRecord} the request sink is told (the fields read are
+   * spelt out). The one hook on a response's end: the request's SERVER span
+   * ends there (`proxy/tracing/`), and a backend slot held while the body
+   * streams is released there (`circuit/`). Listeners are added with
+   * `whenFinished` (`response_finished.ts`), never assigned over another's;
+   * absent when nobody listens.
+   */
+  finished?: (record: {
+    readonly status: number;
+    readonly bytes: number;
+    readonly outcome: "complete" | "broken" | "aborted";
+    readonly backend?: string;
+    readonly failure?: RequestFailure;
+    readonly rateLimit?: string;
+  }) => void;
 }
 
 /** See {@link OutgoingResponse.failure}. */

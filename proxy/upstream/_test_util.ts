@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import v8 from "node:v8";
 import vm from "node:vm";
-import type { TestBackend } from "./_test_backend.ts";
 import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from "./transport.ts";
 
 /** One mebibyte. */
@@ -18,7 +17,7 @@ const dec = new TextDecoder();
 
 /** A GET of `/` to the backend (anything with an `address`) with a 10 s timeout, with `over` applied. */
 export function request(
-  backend: Pick<TestBackend, "address">,
+  backend: { readonly address: string },
   over: Partial<UpstreamRequest> = {},
 ): UpstreamRequest {
   return {

@@ -26,6 +26,7 @@
  * @module
  */
 
+import type { BackendTlsSetting, ClientCertificate } from "./client_certificate.ts";
 import { UpstreamError } from "./transport.ts";
 
 /** TLS towards one backend (`tls` of a backend in the configuration). */
@@ -36,7 +37,22 @@ export interface BackendTls {
   readonly caFile?: string;
   /** Server name for SNI and certificate checking; default the address's host. */
   readonly serverName?: string;
+  /** The client certificate presented to the backend (mutual TLS); absent: none. */
+  readonly clientCertificate?: ClientCertificate;
 }
+
+/** The connector's TLS of a backend's `tls` setting (absent: h2c). */
+export function backendTlsOf(t: BackendTlsSetting | undefined): BackendTls | undefined {
+  return t === undefined
+    ? undefined
+    : { caFile: t.ca, serverName: t.server_name, clientCertificate: t.client_certificate };
+}
+
+/**
+ * Deno's name for the server name of `Deno.connectTls` when it differs
+ * from the address connected to (its own `node:tls` uses it).
+ */
+const SERVER_NAME = Symbol.for("unstableServerName");
 
 /**
  * Opens the byte stream to a backend; `signal` aborts the attempt (the
@@ -76,13 +92,65 @@ export function createConnector(opts: ConnectorOptions): Connector {
   const stalled = new Map<string, number>();
   const alpn = opts.alpn ?? ["h2"];
 
-  /** Leaves a handshake given up to end on its own, counted until it does, then closes it. */
-  const abandon = (address: string, conn: Deno.TlsConn, handshake: Promise<unknown>) => {
+  /**
+   * TLS with a client certificate: `Deno.startTls` cannot present one, so
+   * `Deno.connectTls` makes the TCP connection too. It takes no signal: an
+   * attempt given up before it connects is left to end on its own, counted
+   * against the address like a stalled handshake, and closed then.
+   */
+  const connectTlsWithCertificate = async (
+    address: string,
+    tls: BackendTls,
+    client: ClientCertificate,
+    caCerts: string[] | undefined,
+    offered: readonly string[],
+    signal: AbortSignal,
+  ): Promise<Deno.TlsConn> => {
+    const { hostname, port } = hostPort(address);
+    const options = {
+      hostname,
+      port,
+      caCerts,
+      alpnProtocols: [...offered],
+      cert: client.cert,
+      key: client.key,
+      // SNI and the certificate check name `serverName`; the connection
+      // still goes to the address itself.
+      [SERVER_NAME]: tls.serverName ?? hostname,
+    };
+    const connecting = Deno.connectTls(options);
+    try {
+      return await untilAborted(connecting, signal);
+    } catch (err) {
+      if (signal.aborted) abandonConnect(address, connecting);
+      throw err;
+    }
+  };
+
+  /** Counts one attempt given up against `address`; the function returned uncounts it. */
+  const hold = (address: string): () => void => {
     stalled.set(address, (stalled.get(address) ?? 0) + 1);
-    const done = () => {
+    return () => {
       const n = (stalled.get(address) ?? 1) - 1;
       if (n === 0) stalled.delete(address);
       else stalled.set(address, n);
+    };
+  };
+
+  /** Counts an unfinished `connectTls` against its address until it ends, then closes it. */
+  const abandonConnect = (address: string, connecting: Promise<Deno.TlsConn>) => {
+    const release = hold(address);
+    connecting.then((conn) => {
+      release();
+      closeQuietly(conn);
+    }, release);
+  };
+
+  /** Leaves a handshake given up to end on its own, counted until it does, then closes it. */
+  const abandon = (address: string, conn: Deno.TlsConn, handshake: Promise<unknown>) => {
+    const release = hold(address);
+    const done = () => {
+      release();
       closeQuietly(conn);
     };
     handshake.then(done, done);
@@ -103,15 +171,9 @@ export function createConnector(opts: ConnectorOptions): Connector {
       );
     }
     const caCerts = await caCertsOf(tls);
-    // TCP to the address itself, then TLS naming `serverName` (SNI and the
-    // certificate check), so a server name never changes where we connect.
-    const tcp = await Deno.connect({ hostname, port, signal });
-    tcp.setNoDelay(true);
-    const conn = await Deno.startTls(tcp, {
-      hostname: tls.serverName ?? hostname,
-      caCerts,
-      alpnProtocols: [...alpn],
-    });
+    const conn = tls.clientCertificate === undefined
+      ? await startTls(hostname, port, tls, caCerts, alpn, signal)
+      : await connectTlsWithCertificate(address, tls, tls.clientCertificate, caCerts, alpn, signal);
     const handshake = conn.handshake();
     let hs: Deno.TlsHandshakeInfo;
     try {
@@ -130,6 +192,27 @@ export function createConnector(opts: ConnectorOptions): Connector {
     }
     return conn;
   };
+}
+
+/**
+ * TCP to the address itself, then TLS naming `serverName` (SNI and the
+ * certificate check), so a server name never changes where we connect.
+ */
+async function startTls(
+  hostname: string,
+  port: number,
+  tls: BackendTls,
+  caCerts: string[] | undefined,
+  offered: readonly string[],
+  signal: AbortSignal,
+): Promise<Deno.TlsConn> {
+  const tcp = await Deno.connect({ hostname, port, signal });
+  tcp.setNoDelay(true);
+  return await Deno.startTls(tcp, {
+    hostname: tls.serverName ?? hostname,
+    caCerts,
+    alpnProtocols: [...offered],
+  });
 }
 
 /** Whether the backend's ALPN choice is one offered (none: only when `http/1.1` was offered). */

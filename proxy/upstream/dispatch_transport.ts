@@ -10,7 +10,13 @@
  * @module
  */
 
-import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
+import {
+  type BackendTls,
+  backendTlsOf,
+  type Connector,
+  createConnector,
+} from "./backend_connect.ts";
+import type { UpstreamConnectionsView } from "../metrics/views.ts";
 import { createH1Transport } from "./h1_transport.ts";
 import { createH2Transport } from "./h2_transport.ts";
 import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from "./transport.ts";
@@ -57,14 +63,28 @@ class DispatchTransport implements UpstreamTransport {
     this.#probe = probe;
   }
 
-  async exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
+  exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
+    return this.#dispatch(req, (t) => t.exchange(req));
+  }
+
+  /** A WebSocket on the backend's protocol (a transport without WebSockets: `local`). */
+  websocket(req: UpstreamRequest): Promise<UpstreamResponse> {
+    return this.#dispatch(req, (t) =>
+      t.websocket?.(req) ??
+        Promise.reject(new UpstreamError("local", "this transport cannot open WebSockets")));
+  }
+
+  async #dispatch(
+    req: UpstreamRequest,
+    send: (t: UpstreamTransport) => Promise<UpstreamResponse>,
+  ): Promise<UpstreamResponse> {
     const protocol = req.protocol ?? "h2";
-    if (protocol === "h2") return this.#h2.exchange(req);
-    if (protocol === "http1") return this.#h1.exchange(req);
+    if (protocol === "h2") return send(this.#h2);
+    if (protocol === "http1") return send(this.#h1);
     const key = keyOf(req);
     const wire = await this.#resolve(key, req);
     try {
-      return await (wire === "h2" ? this.#h2 : this.#h1).exchange(req);
+      return await send(wire === "h2" ? this.#h2 : this.#h1);
     } catch (err) {
       if (err instanceof UpstreamError && err.kind === "connect") this.#chosen.delete(key);
       throw err;
@@ -75,10 +95,9 @@ class DispatchTransport implements UpstreamTransport {
   async #resolve(key: string, req: UpstreamRequest): Promise<WireProtocol> {
     let chosen = this.#chosen.get(key);
     if (chosen === undefined) {
-      const t = req.tls ?? {};
       chosen = this.#probe(
         req.address,
-        { caFile: t.ca, serverName: t.server_name },
+        backendTlsOf(req.tls ?? {})!,
         req.connectTimeoutMs ?? 10_000,
       );
       this.#chosen.set(key, chosen);
@@ -104,6 +123,10 @@ class DispatchTransport implements UpstreamTransport {
     this.#h1.release(address);
   }
 
+  connections(): UpstreamConnectionsView[] {
+    return [...(this.#h2.connections?.() ?? []), ...(this.#h1.connections?.() ?? [])];
+  }
+
   async close(): Promise<void> {
     this.#chosen.clear();
     await Promise.all([this.#h2.close(), this.#h1.close()]);
@@ -111,7 +134,10 @@ class DispatchTransport implements UpstreamTransport {
 }
 
 function keyOf(req: UpstreamRequest): string {
-  return `${req.address} ${req.tls?.ca ?? ""} ${req.tls?.server_name ?? ""}`;
+  const t = req.tls;
+  return `${req.address} ${t?.ca ?? ""} ${t?.server_name ?? ""} ${
+    t?.client_certificate?.fingerprint ?? ""
+  }`;
 }
 
 /**

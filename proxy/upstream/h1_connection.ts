@@ -8,19 +8,32 @@
  * A connection idle for its pool's idle time is closed too, before the
  * backend's own keep-alive timeout can race a new request.
  *
+ * The socket is read into one buffer per connection, reused by every read
+ * (a BYOB reader): the bytes a read returns are valid until the next read,
+ * so whoever keeps them copies them first (the exchange copies body bytes
+ * into the reader's buffer or its body's queue, `byte_body.ts`). A stream of
+ * the socket's default reader allocated a fresh 64 KiB buffer per read.
+ *
  * @module
  */
 
+import type { UpstreamCloseReason } from "./connection_stats.ts";
+
 /** A read of the socket: bytes, or the end of the stream. */
 export type ReadResult = ReadableStreamReadResult<Uint8Array>;
+
+/** Size of a connection's read buffer (bytes). */
+export const H1_READ_BUFFER_BYTES = 64 * 1024;
 
 /** An open HTTP/1.1 connection; see the module docs. */
 export class H1Connection {
   /** Exchanges it has carried (a new connection carries its first one with `uses` 0). */
   uses = 0;
   readonly #conn: Deno.Conn;
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #reader: ReadableStreamBYOBReader;
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  /** The read buffer, handed to each read and taken back from its result. */
+  #buffer: ArrayBuffer | null = new ArrayBuffer(H1_READ_BUFFER_BYTES);
   /** The read left pending while idle, handed to the next exchange as its first read. */
   #pending: Promise<ReadResult> | null = null;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -29,7 +42,7 @@ export class H1Connection {
 
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
-    this.#reader = conn.readable.getReader();
+    this.#reader = conn.readable.getReader({ mode: "byob" });
     this.#writer = conn.writable.getWriter();
   }
 
@@ -38,14 +51,26 @@ export class H1Connection {
     return this.#closed;
   }
 
-  /** The next bytes from the backend (`done` at the end of its stream). */
+  /**
+   * The next bytes from the backend (`done` at the end of its stream): a
+   * view into the connection's read buffer, valid until the next read.
+   */
   read(): Promise<ReadResult> {
     const p = this.#pending;
     if (p !== null) {
       this.#pending = null;
       return p;
     }
-    return this.#reader.read();
+    return this.#readSocket();
+  }
+
+  async #readSocket(): Promise<ReadResult> {
+    // Still held by a read that failed (the connection is dead): a new one.
+    const buffer = this.#buffer ?? new ArrayBuffer(H1_READ_BUFFER_BYTES);
+    this.#buffer = null;
+    const r = await this.#reader.read(new Uint8Array(buffer));
+    if (r.value !== undefined) this.#buffer = r.value.buffer as ArrayBuffer;
+    return r;
   }
 
   /** Writes `bytes` whole; resolves once the socket took them (backpressure). */
@@ -55,23 +80,24 @@ export class H1Connection {
 
   /**
    * Parks the connection idle: a read is left pending (anything it returns
-   * calls `dead`), and `dead` is called after `idleMs` as well.
+   * calls `dead` with why), and `dead` is called after `idleMs` as well.
    */
-  park(idleMs: number, dead: (why: string) => void): void {
+  park(idleMs: number, dead: (why: UpstreamCloseReason) => void): void {
     this.#parked = true;
     const read = this.read();
     this.#pending = read;
     read.then(
       (r) => {
         if (this.#parked && this.#pending === read) {
-          dead(r.done ? "closed by the backend while idle" : "bytes outside a response while idle");
+          // Closed by the backend while idle, or bytes outside any response.
+          dead(r.done ? "peer_closed" : "protocol_error");
         }
       },
       () => {
-        if (this.#parked && this.#pending === read) dead("read failed while idle");
+        if (this.#parked && this.#pending === read) dead("error");
       },
     );
-    this.#idleTimer = setTimeout(() => dead(`idle for ${idleMs} ms`), idleMs);
+    this.#idleTimer = setTimeout(() => dead("idle"), idleMs);
   }
 
   /** Takes the connection out of idleness for an exchange. */

@@ -3,10 +3,15 @@
  * (`proxy/h1/`'s codec on a pooled socket): the head written with the body's
  * framing (Content-Length when the length is known and no trailers follow,
  * else chunked with the client's trailers after the last chunk), the body
- * pumped as the socket takes it while the response is read, and the
+ * pumped as the socket takes it while the response is read (read into one
+ * buffer reused for every chunk, chunk framing written around it in place),
+ * and the
  * parser's events turned into the {@link UpstreamResponse}: a small complete
  * body whole, a larger or unsized one as a stream read from the socket only
- * as its reader asks (backpressure is TCP's), trailers on the response.
+ * as its reader asks (backpressure is TCP's), trailers on the response. The
+ * socket's bytes are views into the connection's reused read buffer: body
+ * bytes are copied once, into the reader's buffer or the body's queue
+ * (`byte_body.ts`), before the next read.
  *
  * The connection goes back to its pool reusable only when the response
  * ended cleanly, the backend let the connection persist, sent no byte after
@@ -20,8 +25,11 @@ import { concatBytes } from "../../shared/bytes.ts";
 import type { IdleWatch } from "../../shared/deadline.ts";
 import { encodeChunk, encodeLastChunk, H1ResponseParser, serializeRequestHead } from "../h1/mod.ts";
 import type { H1Event, H1ResponseHead, RequestBody } from "../h1/mod.ts";
+import { ByteBody } from "./byte_body.ts";
+import { CLOSE_REASON_OF_FAILURE, type UpstreamCloseReason } from "./connection_stats.ts";
 import type { H1Connection, ReadResult } from "./h1_connection.ts";
 import type { H1Pool, Lease } from "./h1_pool.ts";
+import { type FramingRoom, REQUEST_READ_BYTES, RequestBodyReader } from "./request_body_reader.ts";
 import {
   abortedError,
   type Trailers,
@@ -34,6 +42,11 @@ import {
 export const H1_WHOLE_BODY_LIMIT = 64 * 1024;
 /** Methods whose request, without a body, still says so with `content-length: 0`. */
 const EMPTY_BODY_SAYS_LENGTH = new Set(["POST", "PUT", "PATCH"]);
+/** Hex digits of the largest chunk a streamed body is sent in. */
+const CHUNK_SIZE_DIGITS = REQUEST_READ_BYTES.toString(16).length;
+/** Room around a chunk for its size line (hex digits, CRLF) and its closing CRLF. */
+const CHUNK_ROOM: FramingRoom = { head: CHUNK_SIZE_DIGITS + 2, tail: 2 };
+const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
 
 /** How the request body goes out, with the trailers of a whole body (asked before it is sent). */
 interface Plan {
@@ -62,12 +75,12 @@ export class H1Exchange {
   #head: H1ResponseHead | null = null;
   #collected: Uint8Array | null = null;
   #collectedLength = 0;
-  #body: ReadableStreamDefaultController<Uint8Array> | null = null;
+  #body: ByteBody | null = null;
   #trailers: Array<[string, string]> | undefined = undefined;
   #responseEnded = false;
   #requestWritten = false;
   #writeFailed = false;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  #reader: RequestBodyReader | null = null;
 
   constructor(
     req: UpstreamRequest,
@@ -127,31 +140,39 @@ export class H1Exchange {
     this.#maybeRelease();
   }
 
+  /**
+   * Sends a streamed body, read into one buffer reused for every chunk
+   * (`request_body_reader.ts`), chunked framing written around each chunk
+   * in place: nothing is allocated per chunk. The next chunk is read only
+   * once the socket took the previous one (`#write` resolved), since it is
+   * read into the same buffer.
+   */
   async #sendStream(
     conn: H1Connection,
     body: ReadableStream<Uint8Array>,
     framing: RequestBody,
   ): Promise<void> {
-    const reader = body.getReader();
+    const chunked = framing.kind === "chunked";
+    const reader = new RequestBodyReader(body, chunked ? CHUNK_ROOM : undefined);
     this.#reader = reader;
     let sent = 0;
     for (;;) {
       // Waiting on the client, not the backend: its own idle timeout bounds this.
       if (!this.#responseEnded) this.watch?.pause();
-      let r: ReadResult;
+      let data: Uint8Array | null;
       try {
-        r = await reader.read();
+        data = await reader.next();
       } catch (err) {
         throw new UpstreamError("aborted", "client request body failed", { cause: err });
       }
       if (this.#state !== "open" || this.#responseEnded) return;
       this.watch?.touch();
-      if (r.done) break;
-      sent += r.value.length;
+      if (data === null) break;
+      sent += data.length;
       if (framing.kind === "length" && sent > framing.length) {
         throw new UpstreamError("local", `request body longer than its content-length`);
       }
-      await this.#write(conn, framing.kind === "chunked" ? encodeChunk(r.value) : r.value);
+      await this.#write(conn, chunked ? chunkInPlace(data) : data);
     }
     if (framing.kind === "length" && sent !== framing.length) {
       throw new UpstreamError("local", `request body of ${sent} bytes, content-length said more`);
@@ -279,38 +300,30 @@ export class H1Exchange {
     this.watch?.cancel();
     this.watch = null;
     const conn = this.#lease!.conn;
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => void (this.#body = c),
-      pull: () => this.#pullBody(conn),
+    const body: ByteBody = new ByteBody({
+      pull: () => this.#pullBody(conn, body),
       cancel: () =>
         this.fail(new UpstreamError("aborted", "response body cancelled by its reader")),
-    }, { highWaterMark: 0 });
-    this.#settle(stream);
+    });
+    this.#body = body;
+    this.#settle(body.stream);
   }
 
-  /** The body's reader asks: read until some bytes were queued or the body ended. */
-  async #pullBody(conn: H1Connection): Promise<void> {
-    const c = this.#body;
-    while (this.#state === "open" && this.#body === c && c !== null && c.desiredSize! >= 0) {
-      const before = this.#queued;
+  /** The body's reader waits and nothing is queued: read until it got bytes or the body ended. */
+  async #pullBody(conn: H1Connection, body: ByteBody): Promise<void> {
+    while (this.#state === "open" && this.#body === body && body.waiting) {
       await this.#readOnce(conn);
-      if (this.#queued !== before) return;
     }
   }
 
-  #queued = 0;
-
+  /** Body bytes: a view into the connection's read buffer, copied before the next read. */
   #onData(data: Uint8Array): void {
     if (this.#collected !== null) {
       this.#collected.set(data, this.#collectedLength);
       this.#collectedLength += data.length;
       return;
     }
-    if (this.#body !== null && data.length > 0) {
-      // The socket's chunks are fresh buffers: handed on without a copy.
-      this.#body.enqueue(data);
-      this.#queued++;
-    }
+    this.#body?.push(data);
   }
 
   /** The response ended: hand over what waits for the end, and give the connection back. */
@@ -322,9 +335,9 @@ export class H1Exchange {
       this.#settle(body);
     } else if (this.#body !== null) {
       if (this.#trailers !== undefined) this.#response!.trailers = this.#trailers;
-      const c = this.#body;
+      const body = this.#body;
       this.#body = null;
-      c.close();
+      body.end();
     } else if (this.#response !== null && this.#trailers !== undefined) {
       this.#response.trailers = this.#trailers;
     }
@@ -332,14 +345,20 @@ export class H1Exchange {
       // Answered before the request was all sent: the answer stands, the
       // connection (with a request half written) is not reused.
       this.#reader?.cancel().catch(() => {});
-      return this.#finish(false);
+      return this.#finish(false, "cancelled");
     }
     this.#maybeRelease();
   }
 
   #maybeRelease(): void {
     if (this.#state !== "open" || !this.#responseEnded || !this.#requestWritten) return;
-    this.#finish(this.#parser.reusable && !this.#writeFailed);
+    const p = this.#parser;
+    if (p.reusable && !this.#writeFailed) return this.#finish(true);
+    // Bytes past the response break the protocol; else the backend would not keep it.
+    this.#finish(
+      false,
+      this.#writeFailed ? "error" : p.excess > 0 ? "protocol_error" : "peer_closed",
+    );
   }
 
   #settle(body: Uint8Array | ReadableStream<Uint8Array> | null): void {
@@ -363,7 +382,7 @@ export class H1Exchange {
   // ---- ending ----
 
   /** The exchange is over: the connection goes back to the pool, kept only when `reusable`. */
-  #finish(reusable: boolean): void {
+  #finish(reusable: boolean, why: UpstreamCloseReason = "cancelled"): void {
     if (this.#state === "done") return;
     this.#state = "done";
     this.watch?.cancel();
@@ -374,7 +393,7 @@ export class H1Exchange {
     this.#lease = null;
     // Still waiting for a connection: stop waiting.
     if (lease === null) this.#stop.abort(new UpstreamError("aborted", "exchange over"));
-    if (lease !== null) this.#pool.release(lease.conn, reusable);
+    if (lease !== null) this.#pool.release(lease.conn, reusable, why);
     this.#done(this);
   }
 
@@ -389,7 +408,7 @@ export class H1Exchange {
     this.#body = null;
     this.#collected = null;
     this.#reader?.cancel().catch(() => {});
-    this.#finish(false);
+    this.#finish(false, CLOSE_REASON_OF_FAILURE[err.kind]);
     if (!this.#settled) {
       this.#settled = true;
       this.#reject(err);
@@ -402,6 +421,24 @@ export class H1Exchange {
   abort(): void {
     this.fail(abortedError(this.req.signal!));
   }
+}
+
+/**
+ * `data` as one chunk of the chunked coding (RFC 9112 §7.1: size in hex,
+ * CRLF, the bytes, CRLF), its framing written in place in the
+ * {@link CHUNK_ROOM} around it: a view of its buffer, nothing copied.
+ */
+function chunkInPlace(data: Uint8Array): Uint8Array {
+  const n = data.length;
+  let digits = 1;
+  while (digits < 8 && n >>> (4 * digits) > 0) digits++;
+  const out = new Uint8Array(data.buffer, data.byteOffset - digits - 2, digits + n + 4);
+  for (let i = digits - 1, v = n; i >= 0; i--, v >>>= 4) out[i] = HEX_DIGITS[v & 0xf];
+  out[digits] = 0x0d;
+  out[digits + 1] = 0x0a;
+  out[digits + 2 + n] = 0x0d;
+  out[digits + 3 + n] = 0x0a;
+  return out;
 }
 
 /** The request's framing and, for a whole body, its trailers (asked now: they decide the framing). */

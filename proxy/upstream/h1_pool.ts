@@ -12,6 +12,7 @@
  */
 
 import type { BackendTls, Connector } from "./backend_connect.ts";
+import type { AddressConnections, UpstreamCloseReason } from "./connection_stats.ts";
 import { H1Connection } from "./h1_connection.ts";
 import { UpstreamError } from "./transport.ts";
 
@@ -48,6 +49,8 @@ export class H1Pool {
   readonly address: string;
   readonly #tls: BackendTls | undefined;
   readonly #opts: H1PoolOptions;
+  /** The address's connection counters (`/metrics`). */
+  readonly #counts: AddressConnections;
   readonly #idle: H1Connection[] = [];
   readonly #waiting: Waiter[] = [];
   /** Connections open or being opened. */
@@ -56,11 +59,18 @@ export class H1Pool {
   #retired = false;
   #closed = false;
 
-  constructor(key: string, address: string, tls: BackendTls | undefined, opts: H1PoolOptions) {
+  constructor(
+    key: string,
+    address: string,
+    tls: BackendTls | undefined,
+    opts: H1PoolOptions,
+    counts: AddressConnections,
+  ) {
     this.key = key;
     this.address = address;
     this.#tls = tls;
     this.#opts = opts;
+    this.#counts = counts;
   }
 
   /** Connections open or being opened (tests, metrics). */
@@ -85,13 +95,17 @@ export class H1Pool {
       const idle = this.#idle.pop();
       if (idle !== undefined) {
         idle.unpark();
+        this.#counts.reused++;
         return { conn: idle, reused: true };
       }
       if (this.#open < this.#opts.maxConnections) {
         return { conn: await this.#connect(connectTimeoutMs, signal), reused: false };
       }
       const given = await this.#wait(signal);
-      if (given !== null) return { conn: given, reused: true };
+      if (given !== null) {
+        this.#counts.reused++;
+        return { conn: given, reused: true };
+      }
     }
   }
 
@@ -99,8 +113,11 @@ export class H1Pool {
     this.#open++;
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(connectTimeoutMs)]);
     try {
-      return new H1Connection(await this.#opts.connect(this.address, this.#tls, deadline));
+      const conn = new H1Connection(await this.#opts.connect(this.address, this.#tls, deadline));
+      this.#counts.established();
+      return conn;
     } catch (err) {
+      this.#counts.connectFailures++;
       this.#dropped();
       if (signal.aborted) throw signal.reason;
       if (err instanceof UpstreamError) throw err;
@@ -140,29 +157,31 @@ export class H1Pool {
 
   /**
    * An exchange is done with `conn`: kept (given to the first waiting, else
-   * parked idle) when `reusable`, else closed.
+   * parked idle) when `reusable`, else closed (`why`, for the counters).
    */
-  release(conn: H1Connection, reusable: boolean): void {
+  release(conn: H1Connection, reusable: boolean, why: UpstreamCloseReason = "cancelled"): void {
     conn.uses++;
     if (!reusable || this.#closed || conn.closed) {
-      conn.close();
-      return this.#dropped();
+      return this.#closeConn(conn, this.#closed ? "shutdown" : conn.closed ? "error" : why);
     }
     const waiter = this.#waiting.shift();
     if (waiter !== undefined) return waiter.give(conn);
-    if (this.#retired) {
-      conn.close();
-      return this.#dropped();
-    }
+    if (this.#retired) return this.#closeConn(conn, "retired");
     this.#idle.push(conn);
-    conn.park(this.#opts.idleMs, () => this.#forget(conn));
+    conn.park(this.#opts.idleMs, (dead) => this.#forget(conn, dead));
   }
 
   /** An idle connection died or idled out: closed, forgotten. */
-  #forget(conn: H1Connection): void {
+  #forget(conn: H1Connection, why: UpstreamCloseReason): void {
     const i = this.#idle.indexOf(conn);
     if (i < 0) return;
     this.#idle.splice(i, 1);
+    this.#closeConn(conn, why);
+  }
+
+  /** Closes `conn` (counted with `why`); its place goes to the first waiting. */
+  #closeConn(conn: H1Connection, why: UpstreamCloseReason): void {
+    if (!conn.closed) this.#counts.closed(why);
     conn.close();
     this.#dropped();
   }
@@ -182,16 +201,22 @@ export class H1Pool {
    */
   retire(): void {
     this.#retired = true;
-    for (const conn of this.#idle.splice(0)) {
-      conn.close();
-      this.#open--;
-    }
+    this.#closeIdle("retired");
   }
 
   /** Closes everything; waiting exchanges fail `aborted`. */
   close(): void {
     this.#closed = true;
-    this.retire();
+    this.#retired = true;
+    this.#closeIdle("shutdown");
     for (const w of this.#waiting.splice(0)) w.give(null);
+  }
+
+  #closeIdle(why: UpstreamCloseReason): void {
+    for (const conn of this.#idle.splice(0)) {
+      if (!conn.closed) this.#counts.closed(why);
+      conn.close();
+      this.#open--;
+    }
   }
 }

@@ -48,10 +48,13 @@
  */
 
 import { idleWatch } from "../../shared/deadline.ts";
-import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
+import { backendTlsOf, type Connector, createConnector } from "./backend_connect.ts";
+import { ConnectionStats } from "./connection_stats.ts";
 import { H1Exchange } from "./h1_exchange.ts";
 import { H1Pool, type H1PoolOptions } from "./h1_pool.ts";
+import { H1WebSocket } from "./h1_websocket.ts";
 import { PoolRegistry } from "./pool_registry.ts";
+import type { UpstreamConnectionsView } from "../metrics/views.ts";
 import {
   abortedError,
   UpstreamError,
@@ -87,6 +90,9 @@ class H1Transport implements UpstreamTransport {
   readonly #poolOptions: H1PoolOptions;
   readonly #connectTimeoutMs: number;
   readonly #live = new Set<H1Exchange>();
+  readonly #stats = new ConnectionStats("http1");
+  /** WebSockets open (or opening), each on a connection of its own (`h1_websocket.ts`). */
+  readonly #websockets = new Set<H1WebSocket>();
   #closed = false;
 
   constructor(opts: H1TransportOptions) {
@@ -101,11 +107,8 @@ class H1Transport implements UpstreamTransport {
       empty: (pool) => this.#pools.forget(pool),
     };
     this.#pools = new PoolRegistry((key, req) => {
-      const t = req.tls;
-      const tls: BackendTls | undefined = t === undefined
-        ? undefined
-        : { caFile: t.ca, serverName: t.server_name };
-      return new H1Pool(key, req.address, tls, this.#poolOptions);
+      const counts = this.#stats.of(req.address);
+      return new H1Pool(key, req.address, backendTlsOf(req.tls), this.#poolOptions, counts);
     });
   }
 
@@ -134,12 +137,33 @@ class H1Transport implements UpstreamTransport {
     return promise;
   }
 
+  /** A GET with `Upgrade: websocket` on a connection of its own (`h1_websocket.ts`). */
+  websocket(req: UpstreamRequest): Promise<UpstreamResponse> {
+    if (this.#closed) {
+      return Promise.reject(new UpstreamError("aborted", "upstream transport closed"));
+    }
+    const t = req.tls;
+    const ws = new H1WebSocket(req, {
+      connect: this.#poolOptions.connect,
+      tls: t === undefined ? undefined : { caFile: t.ca, serverName: t.server_name },
+      connectTimeoutMs: req.connectTimeoutMs ?? this.#connectTimeoutMs,
+      closed: (done) => void this.#websockets.delete(done),
+    });
+    this.#websockets.add(ws);
+    return ws.open();
+  }
+
   release(address: string): void {
     this.#pools.release(address);
   }
 
+  connections(): UpstreamConnectionsView[] {
+    return this.#stats.snapshot();
+  }
+
   close(): Promise<void> {
     this.#closed = true;
+    for (const ws of [...this.#websockets]) ws.close();
     for (const x of [...this.#live]) {
       x.fail(new UpstreamError("aborted", "upstream transport closed"));
     }

@@ -21,12 +21,15 @@ import { responseHasNoBody } from "../http/mod.ts";
 import { ResponseBody } from "./h2_response_body.ts";
 import type { H2Session, StreamErrorEvent, StreamEvent } from "./h2_session.ts";
 import { mayReplay, outcomeOfError } from "./outcome.ts";
+import { RequestBodyReader } from "./request_body_reader.ts";
 import {
   type Trailers,
   UpstreamError,
   type UpstreamRequest,
   type UpstreamResponse,
+  WebSocketUnsupported,
 } from "./transport.ts";
+import { h2WebSocketFields, requestFields } from "./h2_request_head.ts";
 
 /** Bodies with a declared length up to this are collected and returned whole. */
 export const WHOLE_BODY_LIMIT = 64 * 1024;
@@ -91,17 +94,22 @@ export class Exchange {
   #pendingEnd = false;
   /** The client's trailers, sent after the last body byte (asked once the body ended). */
   #trailersOut: Trailers | null = null;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  #reader: RequestBodyReader | null = null;
   /** A streamed body has been read from: it cannot be replayed. */
   #bodyTouched = false;
   /** Waiting for flow-control credit: resolved by {@link writable}. */
   #wake: (() => void) | null = null;
 
+  /**
+   * `tunnel`: the request opens a WebSocket (RFC 8441 extended CONNECT): its
+   * body is the client's side of the tunnel, sent only once a 2xx opened it.
+   */
   constructor(
     req: UpstreamRequest,
     resolve: (res: UpstreamResponse) => void,
     reject: (err: UpstreamError) => void,
     hooks: ExchangeHooks,
+    readonly tunnel = false,
   ) {
     this.req = req;
     this.#resolve = resolve;
@@ -125,11 +133,15 @@ export class Exchange {
         new UpstreamError("timeout", `backend did not answer within ${req.timeoutMs} ms`),
       );
     }
-    const r = s.codec.openStream(requestFields(req, s.scheme), {
-      endStream: req.body === null,
+    const fields = this.tunnel ? h2WebSocketFields(req, s.scheme) : requestFields(req, s.scheme);
+    const r = s.codec.openStream(fields, {
+      endStream: req.body === null && !this.tunnel,
       head: req.method === "HEAD",
     });
     if ("refused" in r) {
+      if (r.refused === "no-extended-connect") {
+        return this.fail(new WebSocketUnsupported(req.address));
+      }
       if (r.refused === "too-large") {
         return this.fail(
           new UpstreamError("local", "request header list above the backend's limit"),
@@ -143,16 +155,23 @@ export class Exchange {
     this.#openedAt = performance.now();
     this.#stream = r.id;
     s.streams.set(r.id, this);
-    if (req.body !== null) {
-      this.#sendBody().catch((err) => {
-        this.fail(
-          err instanceof UpstreamError
-            ? err
-            : new UpstreamError("aborted", "client request body failed", { cause: err }),
-        );
-      });
-    }
+    if (!this.tunnel) this.#startBody();
     s.flush();
+  }
+
+  /** Sends the request body, if any (a tunnel's once it is open). */
+  #startBody(): void {
+    if (this.req.body === null) {
+      if (this.tunnel) this.#endOurSide(this.session!);
+      return;
+    }
+    this.#sendBody().catch((err) => {
+      this.fail(
+        err instanceof UpstreamError
+          ? err
+          : new UpstreamError("aborted", "client request body failed", { cause: err }),
+      );
+    });
   }
 
   /** Flow-control credit arrived: a body waiting for it goes on. */
@@ -174,7 +193,7 @@ export class Exchange {
       await this.#sendPendingAll();
       return this.#maybeDone();
     }
-    const reader = (body as ReadableStream<Uint8Array>).getReader();
+    const reader = new RequestBodyReader(body as ReadableStream<Uint8Array>);
     this.#reader = reader;
     try {
       await this.#sendChunks(reader);
@@ -186,22 +205,28 @@ export class Exchange {
     }
   }
 
-  async #sendChunks(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  /**
+   * The chunks are read into one buffer reused for every chunk
+   * (`request_body_reader.ts`): the next one is read only once the codec has
+   * copied all of the previous one into its output (`#sendPendingAll`).
+   */
+  async #sendChunks(reader: RequestBodyReader): Promise<void> {
     for (;;) {
       // Waiting on the client, not the backend: the client's own idle
       // timeout bounds this wait (a stalled upload is 408, not 503).
       if (!this.#responseEnded) this.watch?.pause();
-      const r = await reader.read();
+      const chunk = await reader.next();
       this.#bodyTouched = true;
       if (this.state !== "open") return;
       if (!this.#responseEnded) this.watch?.touch();
       const s = this.session!;
       if (!s.codec.hasStream(this.#stream)) return;
-      this.#pending = r.done ? new Uint8Array(0) : r.value;
-      this.#pendingEnd = r.done;
-      if (r.done) this.#trailersOut = this.req.trailers?.() ?? null;
+      const done = chunk === null;
+      this.#pending = chunk ?? new Uint8Array(0);
+      this.#pendingEnd = done;
+      if (done) this.#trailersOut = this.req.trailers?.() ?? null;
       await this.#sendPendingAll();
-      if (r.done || this.state !== "open") return this.#maybeDone();
+      if (done || this.state !== "open") return this.#maybeDone();
       await s.drained();
       if (!this.#responseEnded) this.watch?.touch();
     }
@@ -262,6 +287,7 @@ export class Exchange {
     this.#status = ev.status;
     this.#headers = ev.headers;
     this.watch?.touch();
+    if (this.tunnel && this.#openedTunnel(ev)) return;
     if (ev.endStream || responseHasNoBody(this.req.method, ev.status) || ev.contentLength === 0) {
       if (ev.endStream) this.#ended();
       return this.#settle(null);
@@ -276,6 +302,31 @@ export class Exchange {
     // The backend's window is credited as the reader takes the bytes.
     this.#body = new ResponseBody(this.session!, this.#stream, () => this.#bodyCancelled());
     this.#settle(this.#body.stream);
+  }
+
+  /**
+   * A tunnel's answer: a 2xx opens it (the backend's side streams, then the
+   * client's is sent: true); anything else refuses it, and our side ends
+   * with nothing of the client's sent (false: the answer is a response).
+   */
+  #openedTunnel(ev: ResponseEvent): boolean {
+    const s = this.session!;
+    if (ev.status < 200 || ev.status > 299 || ev.endStream) {
+      this.#endOurSide(s);
+      return false;
+    }
+    this.watch?.cancel();
+    this.watch = null;
+    this.#body = new ResponseBody(s, this.#stream, () => this.#bodyCancelled());
+    this.#settle(this.#body.stream);
+    this.#startBody();
+    return true;
+  }
+
+  /** Ends our side of an open tunnel stream with nothing (more) sent: an empty END_STREAM. */
+  #endOurSide(s: H2Session<Exchange>): void {
+    s.codec.sendData(this.#stream, new Uint8Array(0), true);
+    s.flush();
   }
 
   /** The reader cancelled the body (its unread bytes were given back): the stream is reset. */
@@ -398,7 +449,9 @@ export class Exchange {
         "protocol",
         `backend refused the stream after a response head (${message}): it processed the request (RFC 9113 §8.7)`,
       )
-      : new UpstreamError("connect", `backend refused the stream, unprocessed (${message})`);
+      : new UpstreamError("connect", `backend refused the stream, unprocessed (${message})`, {
+        refusedStream: true,
+      });
     if (
       mayReplay(outcomeOfError(err, undefined)) && this.#replayable &&
       this.#replays < MAX_REPLAYS
@@ -503,19 +556,4 @@ export function failSessionExchanges(
     x.fail(unsent);
   }
   for (const x of open) x.fail(new UpstreamError(err.kind, err.message, { cause: err }), false);
-}
-
-/**
- * The request head as sent: the method, path, authority and fields exactly
- * as given (nothing added or dropped). With no authority at all (neither
- * `:authority` nor `host`) the backend's address is sent as `:authority`, as
- * node:http2 does (servers reject a request with neither).
- */
-function requestFields(req: UpstreamRequest, scheme: "http" | "https"): Array<[string, string]> {
-  const fields: Array<[string, string]> = [[":method", req.method], [":scheme", scheme]];
-  if (req.authority !== undefined) fields.push([":authority", req.authority]);
-  else if (!req.headers.some((f) => f[0] === "host")) fields.push([":authority", req.address]);
-  fields.push([":path", req.path]);
-  for (const f of req.headers) fields.push([f[0], f[1]]);
-  return fields;
 }

@@ -21,6 +21,7 @@
 
 import type { H2ConnectionOptions } from "../h2/mod.ts";
 import type { BackendTls, Connector } from "./backend_connect.ts";
+import type { AddressConnections } from "./connection_stats.ts";
 import { type Exchange, failSessionExchanges } from "./h2_exchange.ts";
 import { H2Session } from "./h2_session.ts";
 import { UpstreamError } from "./transport.ts";
@@ -60,6 +61,7 @@ export class H2Pool {
     readonly address: string,
     readonly tls: BackendTls | undefined,
     opts: PoolOptions,
+    readonly counts?: AddressConnections,
   ) {
     this.#opts = opts;
   }
@@ -102,13 +104,13 @@ export class H2Pool {
     this.#retired = true;
     for (const s of [...this.sessions]) {
       s.closeWhenIdle = true;
-      if (s.streams.size === 0 && s.waiting.length === 0) s.close();
+      if (s.streams.size === 0 && s.waiting.length === 0) s.close("retired");
     }
   }
 
   /** Closes every session. */
   close(): void {
-    for (const s of [...this.sessions]) s.close();
+    for (const s of [...this.sessions]) s.close("shutdown");
   }
 
   /** Places queued exchanges on sessions with room, opening sessions up to the bound. */
@@ -143,6 +145,7 @@ export class H2Pool {
   /** Puts a queued exchange on a session: opened now, or once its SETTINGS arrive. */
   #assign(x: Exchange, s: H2Session<Exchange>): void {
     s.keep();
+    if (s.carried++ > 0 && this.counts) this.counts.reused++;
     x.session = s;
     if (s.ready) x.open(s);
     else s.waiting.push(x);
@@ -157,6 +160,7 @@ export class H2Pool {
       connectTimeoutMs,
       pingAfterMs: this.#opts.pingAfterMs,
       pingTimeoutMs: this.#opts.pingTimeoutMs,
+      counts: this.counts,
       events: {
         start: (x) => {
           if (x.state === "queued" && x.session === s) x.open(s);

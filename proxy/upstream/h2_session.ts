@@ -24,6 +24,11 @@ import {
   MAX_WINDOW,
 } from "../h2/mod.ts";
 import type { BackendTls, Connector } from "./backend_connect.ts";
+import {
+  type AddressConnections,
+  CLOSE_REASON_OF_FAILURE,
+  type UpstreamCloseReason,
+} from "./connection_stats.ts";
 import { ResetBudget } from "./reset_budget.ts";
 import { UpstreamError } from "./transport.ts";
 
@@ -121,6 +126,8 @@ export interface SessionOptions<X> {
   readonly pingTimeoutMs: number;
   /** Where what happens goes. */
   readonly events: SessionEvents<X>;
+  /** The address's connection counters (`/metrics`); absent: not counted. */
+  readonly counts?: AddressConnections;
 }
 
 /** One HTTP/2 connection to a backend; `X` is what rides each stream. */
@@ -130,6 +137,8 @@ export class H2Session<X> {
   readonly streams = new Map<number, X>();
   /** Requests given to this session before its SETTINGS arrived. */
   readonly waiting: X[] = [];
+  /** Streams it has been given so far (a stream after the first one reuses it). */
+  carried = 0;
   /** The backend's SETTINGS are in: streams may open. */
   ready = false;
   closed = false;
@@ -192,6 +201,7 @@ export class H2Session<X> {
       conn = await connect(this.address, this.#opts.tls, this.#connecting.signal);
     } catch (err) {
       if (this.closed) return;
+      if (this.#opts.counts) this.#opts.counts.connectFailures++;
       return this.fail(
         err instanceof UpstreamError ? err : new UpstreamError(
           "connect",
@@ -202,6 +212,7 @@ export class H2Session<X> {
     }
     if (this.closed) return closeQuietly(conn);
     this.#conn = conn;
+    this.#opts.counts?.established();
     this.flush();
     this.#readLoop();
   }
@@ -225,8 +236,9 @@ export class H2Session<X> {
         : `backend ${this.address}: no HTTP/2 SETTINGS received within connect_timeout_ms (${wait} ms); not an HTTP/2 server?`,
     );
     this.#connecting.abort(err);
+    if (this.#conn === null && this.#opts.counts) this.#opts.counts.connectFailures++;
     this.#events.connectTimedOut(this.waiting.splice(0), err);
-    this.#shut();
+    this.#shut("timeout");
   }
 
   /** Writes what the codec queued, in order; one writer at a time. */
@@ -241,6 +253,7 @@ export class H2Session<X> {
           "reset",
           `write to backend failed: ${(err as Error).message}${this.#goaway}`,
         ),
+        "error",
       );
     });
   }
@@ -298,6 +311,7 @@ export class H2Session<X> {
           `backend connection failed: ${(err as Error).message}${this.#goaway}`,
           { cause: err },
         ),
+        "error",
       );
     }
   }
@@ -389,7 +403,7 @@ export class H2Session<X> {
       ev.debug === "" ? "" : `, "${ev.debug}"`
     })`;
     this.#events.room();
-    if (this.streams.size === 0) this.close();
+    if (this.streams.size === 0) this.close("peer_closed");
   }
 
   /**
@@ -447,22 +461,26 @@ export class H2Session<X> {
   streamDone(): void {
     if (this.closed) return;
     const unused = this.streams.size === 0 && this.codec.activeStreams === 0;
-    if (unused && this.codec.closedForNewStreams) return this.close();
+    // Closed for new streams: the backend's GOAWAY (a failure of ours fails the session).
+    if (unused && this.codec.closedForNewStreams) return this.close("peer_closed");
     if (unused && this.waiting.length === 0) {
-      if (this.closeWhenIdle) return this.close();
+      if (this.closeWhenIdle) return this.close("retired");
       this.#idle?.cancel();
       this.#idle = idleWatch(SESSION_IDLE_MS, () => {
         this.#idle = null;
-        if (this.streams.size === 0 && this.waiting.length === 0) this.close();
+        if (this.streams.size === 0 && this.waiting.length === 0) this.close("idle");
       });
     }
     this.#events.room();
   }
 
-  /** Fails everything on the session with `err` and drops it. */
-  fail(err: UpstreamError): void {
+  /**
+   * Fails everything on the session with `err` and drops it; `why` it
+   * closed (for the counters) follows from `err`'s kind unless given.
+   */
+  fail(err: UpstreamError, why: UpstreamCloseReason = CLOSE_REASON_OF_FAILURE[err.kind]): void {
     if (this.closed) return;
-    this.#shut();
+    this.#shut(why);
     const waiting = this.waiting.splice(0);
     const open = [...this.streams.values()];
     this.streams.clear();
@@ -480,15 +498,16 @@ export class H2Session<X> {
    * A session closed for the backend's fault still gets its GOAWAY with the
    * error code (the codec queues it).
    */
-  close(): void {
+  close(why: UpstreamCloseReason): void {
     if (this.closed) return;
     const conn = this.#conn;
-    this.#shut(false);
+    this.#shut(why, false);
     if (conn !== null) this.#closeAfterOutput(conn);
   }
 
-  #shut(closeConn = true): void {
+  #shut(why: UpstreamCloseReason, closeConn = true): void {
     this.closed = true;
+    if (this.#conn !== null) this.#opts.counts?.closed(why);
     clearTimeout(this.#resetTimer);
     this.#resetTimer = undefined;
     this.keep();

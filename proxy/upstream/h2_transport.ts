@@ -57,9 +57,16 @@
 
 import { idleWatch } from "../../shared/deadline.ts";
 import type { H2ConnectionOptions } from "../h2/mod.ts";
-import { type BackendTls, type Connector, createConnector } from "./backend_connect.ts";
+import {
+  type BackendTls,
+  backendTlsOf,
+  type Connector,
+  createConnector,
+} from "./backend_connect.ts";
+import { ConnectionStats } from "./connection_stats.ts";
 import { Exchange, type ExchangeHooks } from "./h2_exchange.ts";
 import { H2Pool, type PoolOptions } from "./h2_pool.ts";
+import type { UpstreamConnectionsView } from "../metrics/views.ts";
 import { PoolRegistry } from "./pool_registry.ts";
 import {
   abortedError,
@@ -125,6 +132,7 @@ class H2Transport implements UpstreamTransport {
   readonly #poolOptions: PoolOptions;
   readonly #hooks: ExchangeHooks;
   readonly #live = new Set<Exchange>();
+  readonly #stats = new ConnectionStats("h2");
   #closed = false;
 
   constructor(opts: H2TransportOptions) {
@@ -141,10 +149,8 @@ class H2Transport implements UpstreamTransport {
       empty: (pool) => this.#pools.forget(pool),
     };
     this.#pools = new PoolRegistry((key, req) => {
-      const t = req.tls;
-      const tls = this.#tlsFor(req.address) ??
-        (t === undefined ? undefined : { caFile: t.ca, serverName: t.server_name });
-      return new H2Pool(key, req.address, tls, this.#poolOptions);
+      const tls = this.#tlsFor(req.address) ?? backendTlsOf(req.tls);
+      return new H2Pool(key, req.address, tls, this.#poolOptions, this.#stats.of(req.address));
     });
     this.#hooks = {
       requeue: (x) => this.#enqueue(x),
@@ -156,12 +162,21 @@ class H2Transport implements UpstreamTransport {
   }
 
   exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
+    return this.#start(req, false);
+  }
+
+  /** An extended CONNECT (RFC 8441) on a session whose backend enabled it. */
+  websocket(req: UpstreamRequest): Promise<UpstreamResponse> {
+    return this.#start(req, true);
+  }
+
+  #start(req: UpstreamRequest, tunnel: boolean): Promise<UpstreamResponse> {
     if (this.#closed) {
       return Promise.reject(new UpstreamError("aborted", "upstream transport closed"));
     }
     if (req.signal?.aborted) return Promise.reject(abortedError(req.signal));
     const { promise, resolve, reject } = Promise.withResolvers<UpstreamResponse>();
-    const x = new Exchange(req, resolve, reject, this.#hooks);
+    const x = new Exchange(req, resolve, reject, this.#hooks, tunnel);
     this.#live.add(x);
     x.watch = idleWatch(
       req.timeoutMs,
@@ -181,6 +196,10 @@ class H2Transport implements UpstreamTransport {
 
   release(address: string): void {
     this.#pools.release(address);
+  }
+
+  connections(): UpstreamConnectionsView[] {
+    return this.#stats.snapshot();
   }
 
   close(): Promise<void> {

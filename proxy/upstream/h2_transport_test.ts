@@ -223,6 +223,9 @@ test("RFC 9113 §6.8: a request above GOAWAY's last stream id is sent again on a
     assert.equal(b.status, 200);
     assert.equal(server.conns.length, 2);
     assert.equal(seen, 3);
+    // The GOAWAY's session closed once drained: the backend's doing (`/metrics`).
+    const counts = t.connections!().find((c) => c.address === server.address)!;
+    assert.deepEqual([counts.opened, counts.closed.peer_closed, counts.open], [2, 1, 1]);
   } finally {
     await t.close();
     await server.close();
@@ -238,6 +241,8 @@ test("PING liveness: a backend that goes silent with a stream open fails it `tim
     assert.equal(err.kind, "timeout");
     assert.match(err.message, /PING/);
     assert.ok(performance.now() - start < 20_000);
+    const counts = t.connections!().find((c) => c.address === server.address)!;
+    assert.deepEqual([counts.opened, counts.closed.timeout], [1, 1]);
   } finally {
     await t.close();
     await server.close();
@@ -261,6 +266,9 @@ test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connec
     );
     assert.equal(err.kind, "connect");
     assert.match(err.message, /SETTINGS/);
+    // Connected, but no SETTINGS in time: closed for a timeout, not a failed connect.
+    const counts = t.connections!()[0];
+    assert.deepEqual([counts.opened, counts.connectFailures, counts.closed.timeout], [1, 0, 1]);
   } finally {
     await t.close();
     listener.close();
@@ -368,6 +376,7 @@ for (const r of REFUSALS) {
         if (r.head === "none") {
           // Provably not processed: sent again at once (twice), whatever the method.
           assert.equal(err.kind, "connect", err.message);
+          assert.ok(err.refusedStream, "#30.2: retry_on `refused` tells it from `connect`");
           assert.equal(deliveries, 3);
         } else {
           assert.equal(err.kind, "protocol", err.message);

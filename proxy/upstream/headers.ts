@@ -57,9 +57,10 @@ function trimOws(v: string): string {
 
 /**
  * Builds the backend request's regular fields from the client's: hop-by-hop
- * fields dropped (but a client's `te: trailers` is sent as ours), `host` set to the authority (which also travels as
- * `:authority`),
- * repeated names combined with `, ` and values trimmed (RFC 9110 §5.3),
+ * fields dropped (but a client's `te: trailers` is sent as ours), `host`
+ * dropped (the authority travels as HTTP/2's `:authority` or as the
+ * HTTP/1.1 `Host` the codec writes: sending both, nginx answers 400
+ * "duplicate host header"), repeated names combined with `, ` and values trimmed (RFC 9110 §5.3),
  * split cookie fields joined with `; ` (RFC 9114 §4.2.1), and the
  * forwarding fields set: `x-forwarded-for`, `x-forwarded-proto`,
  * `x-forwarded-host`, `forwarded` (RFC 7239), `x-real-ip` and `via`
@@ -100,9 +101,6 @@ export function upstreamRequestHeaderList(
   if (cookies !== undefined) out.set("cookie", trimOws(cookies));
   const authority = client.authority ?? fields.find(([n]) => n === "host")?.[1];
   if (authority !== undefined) {
-    // Also sent as `:authority`; many backends read `host`, and the two agree
-    // (RFC 9113 §8.3.1).
-    out.set("host", trimOws(authority));
     if (!out.get("x-forwarded-host")) out.set("x-forwarded-host", trimOws(authority));
   }
   // Untrusted: none of these survived the loop, so each is set afresh.

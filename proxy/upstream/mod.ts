@@ -27,6 +27,7 @@ export {
   type UpstreamRequest,
   type UpstreamResponse,
   type UpstreamTransport,
+  WebSocketUnsupported,
 } from "./transport.ts";
 export { createH2Transport, type H2TransportOptions } from "./h2_transport.ts";
 export { createH1Transport, H1_IDLE_MS, type H1TransportOptions } from "./h1_transport.ts";
@@ -36,7 +37,13 @@ export {
   createDispatchTransport,
   type WireProtocol,
 } from "./dispatch_transport.ts";
-export type { BackendTls, Connector } from "./backend_connect.ts";
+export { type BackendTls, backendTlsOf, type Connector } from "./backend_connect.ts";
+export {
+  type BackendTlsSetting,
+  type ClientCertificate,
+  clientCertificate,
+  type ClientCertificateCheck,
+} from "./client_certificate.ts";
 export type { HealthReport } from "./outcome.ts";
 export {
   type ClientContext,
@@ -59,6 +66,13 @@ export type {
   STATUS_CLASSES,
   StatusClass,
   TcpListenerView,
+  UPSTREAM_CLOSE_REASONS,
+  UpstreamCloseReason,
+  UpstreamConnectionsView,
+  WEBSOCKET_OUTCOMES,
+  WebSocketCounters,
+  WebSocketOutcome,
+  WebSocketPoolView,
 } from "../metrics/mod.ts";
 export type { PeerAddr } from "../quic/mod.ts";
 export type { IncomingRequest, OutgoingResponse, RequestFailure } from "../server/mod.ts";

@@ -196,6 +196,24 @@ export function maySendAgain(outcome: UpstreamOutcome, method: string): boolean 
 }
 
 /**
+ * Whether a pool's `retries` policy may send again a request with `method`
+ * whose attempt ended in `outcome`, for a reason its `retry_on` names: the
+ * retry rule above, widened for idempotent methods only (RFC 9110 §9.2.2)
+ * to what an operator opts into: a backend status (`answered`,
+ * `answered_5xx`: it processed the request) and a per-try timeout
+ * (`timeout`). A non-idempotent request is sent again only when the
+ * backend provably did not process it (`any`). Whether it is sent again
+ * more than once is the policy's `attempts`.
+ */
+export function maySendAgainByPolicy(outcome: UpstreamOutcome, method: string): boolean {
+  const retry = OUTCOMES[outcome].retry;
+  if (retry === "any") return true;
+  if (!isIdempotent(method)) return false;
+  return retry === "idempotent" || outcome === "answered" || outcome === "answered_5xx" ||
+    outcome === "timeout";
+}
+
+/**
  * Whether the transport may replay at once, on the same backend, a request
  * that ended in `outcome`: only one the backend provably did not process,
  * whatever its method. What it may merely have processed is left to

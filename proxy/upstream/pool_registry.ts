@@ -21,10 +21,18 @@ export interface AddressPool {
   close(): void;
 }
 
-/** The key of a request's pool: its address, and its TLS settings when it has some. */
+/**
+ * The key of a request's pool: its address, and its TLS settings when it
+ * has some (a client certificate by its fingerprint: a renewed one gets
+ * new connections).
+ */
 export function poolKey(req: UpstreamRequest): string {
   const t = req.tls;
-  return t === undefined ? req.address : `${req.address} tls ${t.ca ?? ""} ${t.server_name ?? ""}`;
+  return t === undefined
+    ? req.address
+    : `${req.address} tls ${t.ca ?? ""} ${t.server_name ?? ""} ${
+      t.client_certificate?.fingerprint ?? ""
+    }`;
 }
 
 /** Pools by {@link poolKey}, created on first use. */

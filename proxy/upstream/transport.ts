@@ -9,7 +9,9 @@
  * @module
  */
 
+import type { UpstreamConnectionsView } from "../metrics/views.ts";
 import { requestEndMessage } from "../server/request_end.ts";
+import type { BackendTlsSetting } from "./client_certificate.ts";
 
 /** One request to one backend, as the transport must send it: nothing added, nothing dropped. */
 export interface UpstreamRequest {
@@ -18,9 +20,10 @@ export interface UpstreamRequest {
   /**
    * The backend's `tls` setting: HTTP/2 over TLS with ALPN h2 (`ca`: PEM file
    * of CAs to trust instead of the system's; `server_name`: SNI and
-   * certificate name, default the host). Absent: h2c.
+   * certificate name, default the host; `client_certificate`: presented
+   * for mutual TLS). Absent: h2c.
    */
-  readonly tls?: { readonly ca?: string; readonly server_name?: string };
+  readonly tls?: BackendTlsSetting;
   /**
    * The backend's `protocol`: `h2` (absent: the default), `http1`, or `auto`
    * (with `tls`: whichever ALPN picks). Read by the dispatching transport
@@ -113,18 +116,46 @@ export type UpstreamFailureKind =
 export class UpstreamError extends Error {
   /** Why it failed. */
   readonly kind: UpstreamFailureKind;
+  /**
+   * A `connect` failure because the backend refused the stream before any
+   * response head (HTTP/2 REFUSED_STREAM, or above a GOAWAY's last stream
+   * id), rather than no connection at all: `retries.retry_on: [refused]`.
+   */
+  readonly refusedStream: boolean;
 
-  /** A failure of `kind`; `cause` is the underlying error. */
-  constructor(kind: UpstreamFailureKind, message: string, options?: { cause?: unknown }) {
+  /** A failure of `kind`; `cause` is the underlying error; `refusedStream` see {@link refusedStream}. */
+  constructor(
+    kind: UpstreamFailureKind,
+    message: string,
+    options?: { cause?: unknown; refusedStream?: boolean },
+  ) {
     super(message, options);
     this.name = "UpstreamError";
     this.kind = kind;
+    this.refusedStream = options?.refusedStream ?? false;
   }
 
   /** Whether the backend itself failed (counts for passive health and backend error metrics). */
   get backendFault(): boolean {
     return this.kind === "connect" || this.kind === "reset" || this.kind === "protocol" ||
       this.kind === "invalid_response" || this.kind === "timeout";
+  }
+}
+
+/**
+ * The backend cannot carry a WebSocket: an HTTP/2 backend that has not sent
+ * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 §3). Nothing was sent to
+ * it; kind `local` (not the backend's fault, nothing for passive health).
+ */
+export class WebSocketUnsupported extends UpstreamError {
+  /** `address`: the backend's. */
+  constructor(address: string) {
+    super(
+      "local",
+      `backend ${address} does not accept WebSockets over HTTP/2 ` +
+        "(it sent no SETTINGS_ENABLE_CONNECT_PROTOCOL, RFC 8441)",
+    );
+    this.name = "WebSocketUnsupported";
   }
 }
 
@@ -145,8 +176,32 @@ export interface UpstreamTransport {
    * transport itself (outcome `internal`, 500).
    */
   exchange(req: UpstreamRequest): Promise<UpstreamResponse>;
+  /**
+   * Opens a WebSocket to the backend (absent: this transport cannot): an
+   * extended CONNECT with `:protocol websocket` on HTTP/2 (RFC 8441; the
+   * backend must have sent SETTINGS_ENABLE_CONNECT_PROTOCOL = 1, else it
+   * rejects with {@link WebSocketUnsupported}), a GET with `Upgrade:
+   * websocket` on HTTP/1.1 (RFC 6455 §4.1: a `sec-websocket-key` among
+   * `headers` is sent as it is, else the transport makes one, and the 101's
+   * `Sec-WebSocket-Accept` is checked). `method` is ignored. Resolves with
+   * status 200 and the backend's side of the tunnel as the body once it
+   * switched (a checked 101 reads as 200, without its `Sec-WebSocket-Accept`),
+   * or with its refusal (a final status outside 2xx) as any response. The
+   * request body, the client's side, is read only once the tunnel is open,
+   * so nothing of it reaches a backend that refused. `timeoutMs` bounds the
+   * wait for the answer; the tunnel itself has no deadline: it ends when
+   * either side ends its stream, or when the caller cancels the response
+   * body or aborts `signal`.
+   */
+  websocket?(req: UpstreamRequest): Promise<UpstreamResponse>;
   /** Closes the pooled connection of an address no longer configured (in-flight exchanges finish). */
   release(address: string): void;
   /** Closes every connection; pending exchanges fail with kind `aborted`. */
   close(): Promise<void>;
+  /**
+   * Its connections' counters per backend address and protocol, for
+   * `/metrics` (`connection_stats.ts`); a transport without them (a test
+   * double) leaves this out.
+   */
+  connections?(): UpstreamConnectionsView[];
 }

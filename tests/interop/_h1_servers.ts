@@ -1,14 +1,23 @@
 /**
  * HTTP/1.1 servers nobody here wrote, for the interop tests of the proxy's
  * HTTP/1.1 client: Python's `http.server` (HTTP/1.0 answers, closing),
- * Node's `http` (keep-alive, chunked, trailers both ways) and nginx (the
- * Debian package), each serving the shared test site.
+ * Node's `http` (keep-alive, chunked, trailers both ways), nginx (the
+ * Debian package; plain, or TLS with HTTP/2 or without) and Caddy over TLS,
+ * each serving the shared test site. The TLS nginx and Caddy answer with
+ * `x-protocol`, the HTTP version the request came in, so a test sees which
+ * one ALPN picked.
  *
  * @module
  */
 
 import { freePort } from "../support/free_port.ts";
-import { listening, type Server, spawn, stop, testSite } from "./_servers.ts";
+import { listening, type Server, spawn, spawnCaddy, stop, testSite } from "./_servers.ts";
+
+/** TLS of a test server: its key and certificate (PEM paths). */
+export interface TestTls {
+  readonly keyPath: string;
+  readonly certPath: string;
+}
 
 /** `python3 -m http.server` serving the site (its default: HTTP/1.0, one request per connection). */
 export async function startPythonServer(): Promise<Server> {
@@ -61,9 +70,62 @@ export async function startNodeHttpServer(): Promise<Server> {
   return { address: `127.0.0.1:${port}`, close: () => stop(child) };
 }
 
-/** nginx (Debian's) serving the site over HTTP/1.1, in the foreground, all its files in a temporary folder. */
-export async function startNginx(): Promise<Server> {
+/**
+ * TLS of {@link startNginx} that asks every client for a certificate
+ * (`ssl_verify_client on`), HTTP/1.1: a path ending in `/whoami` answers
+ * the client certificate's subject, one ending in `/health` 200. A client without a
+ * certificate of `clientCa` gets nginx's 400 ("No required SSL certificate
+ * was sent") on every path.
+ */
+export interface NginxMutualTls {
+  /** PEM file of nginx's certificate chain. */
+  cert: string;
+  /** PEM file of its key. */
+  key: string;
+  /** PEM file of the CA that signs the clients' certificates. */
+  clientCa: string;
+}
+
+/** The `server` block of {@link startNginx}: the site, or the mutual-TLS one. */
+function nginxServer(port: number, dir: string, tls: NginxMutualTls | undefined): string {
+  if (tls === undefined) return `listen 127.0.0.1:${port};\n    root ${dir};`;
+  return `listen 127.0.0.1:${port} ssl;
+    ssl_certificate ${tls.cert};
+    ssl_certificate_key ${tls.key};
+    ssl_client_certificate ${tls.clientCa};
+    ssl_verify_client on;
+    location ~ /whoami$ { return 200 "$ssl_client_s_dn"; }
+    location ~ /health$ { return 200 "ok"; }`;
+}
+
+/**
+ * nginx (Debian's) serving the site over HTTP/1.1, in the foreground, all
+ * its files in a temporary folder; with `mutualTls`, over TLS requiring a
+ * client certificate instead.
+ */
+export async function startNginx(mutualTls?: NginxMutualTls): Promise<Server> {
   const { dir } = await testSite();
+  return await runNginx((port) => nginxServer(port, dir, mutualTls));
+}
+
+/**
+ * nginx serving the site over TLS with `tls`, answering with `x-protocol`
+ * (the request's HTTP version): ALPN `http/1.1` only, or `h2` first when
+ * `http2`.
+ */
+export async function startNginxTls(tls: TestTls, http2: boolean): Promise<Server> {
+  const { dir } = await testSite();
+  return await runNginx((port) =>
+    `listen 127.0.0.1:${port} ssl${http2 ? " http2" : ""};
+    ssl_certificate ${tls.certPath};
+    ssl_certificate_key ${tls.keyPath};
+    add_header x-protocol $server_protocol always;
+    root ${dir};`
+  );
+}
+
+/** nginx in the foreground, all its files in a temporary folder, with the `server` block `server(port)`. */
+async function runNginx(server: (port: number) => string): Promise<Server> {
   const port = freePort();
   const conf = await Deno.makeTempDir({ prefix: "spooky-nginx-" });
   const isRoot = Deno.uid() === 0;
@@ -83,14 +145,50 @@ http {
   uwsgi_temp_path ${conf}/uwsgi;
   scgi_temp_path ${conf}/scgi;
   server {
-    listen 127.0.0.1:${port};
-    root ${dir};
+    ${server(port)}
   }
 }
 `,
   );
   const child = spawn("nginx", ["-c", `${conf}/nginx.conf`, "-p", conf]);
   await listening(port, child, "nginx");
+  return {
+    address: `127.0.0.1:${port}`,
+    close: async () => {
+      await stop(child);
+      await Deno.remove(conf, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/**
+ * Caddy 2 serving the site over TLS with `tls`, offering HTTP/2 and
+ * HTTP/1.1 by ALPN, answering with `x-protocol` (`HTTP/2.0`, `HTTP/1.1`).
+ */
+export async function startCaddyTls(tls: TestTls): Promise<Server> {
+  const { dir } = await testSite();
+  const port = freePort();
+  const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-tls-" });
+  const child = await spawnCaddy(
+    conf,
+    `{
+  admin off
+  auto_https off
+  storage file_system ${conf}/data
+  servers {
+    protocols h1 h2
+  }
+}
+https://:${port} {
+  bind 127.0.0.1
+  tls ${tls.certPath} ${tls.keyPath}
+  header x-protocol {http.request.proto}
+  root * ${dir}
+  file_server
+}
+`,
+  );
+  await listening(port, child, "caddy (TLS)");
   return {
     address: `127.0.0.1:${port}`,
     close: async () => {

@@ -25,6 +25,28 @@ const COMMENTED_ONLY = new Set([
   "log.access.file",
   "upstream.*.backends[].tls.ca",
   "admin.token",
+  // #31: files of keys, tokens and client certificates, and where the
+  // admin listener is reachable from and audited to, are the operator's own.
+  "upstream.*.backends[].tls.cert",
+  "upstream.*.backends[].tls.key",
+  "upstream.*.auth",
+  "upstream.*.auth.api_keys",
+  "upstream.*.auth.api_keys.header",
+  "upstream.*.auth.api_keys.keys_file",
+  "upstream.*.auth.jwt",
+  "upstream.*.auth.jwt.jwks_file",
+  "upstream.*.auth.jwt.algorithms",
+  "upstream.*.auth.jwt.issuers",
+  "upstream.*.auth.jwt.audiences",
+  "upstream.*.auth.jwt.clock_skew_s",
+  "upstream.*.auth.jwt.required_claims",
+  "upstream.*.auth.jwt.forward_claims",
+  "upstream.*.auth.forward_credentials",
+  "admin.tokens",
+  "admin.tokens[].token_file",
+  "admin.tokens[].role",
+  "admin.allow",
+  "admin.audit_log",
 ]);
 
 /**

@@ -32,9 +32,14 @@ Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are de
   const proxy = await startProxy(oneBackendConfig(be.address));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   const client = await H3TestClient.connect(proxy.port, ca);
-  const headersSeen = (res: { status: number; body: Uint8Array }) => {
+  /** The fields the backend heard, with the authority (`x-authority` of the answer) as `host`. */
+  const headersSeen = (
+    res: { status: number; headers: Array<[string, string]>; body: Uint8Array },
+  ) => {
     assert.equal(res.status, 200, new TextDecoder().decode(res.body));
-    return JSON.parse(new TextDecoder().decode(res.body)) as Record<string, string>;
+    const fields = JSON.parse(new TextDecoder().decode(res.body)) as Record<string, string>;
+    fields["host"] = res.headers.find(([n]) => n === "x-authority")?.[1] ?? "";
+    return fields;
   };
   /** A GET of `/headers` under `prefix`, its `:authority` and one more field given as references. */
   const getHeaders = (prefix: Uint8Array, authority: Uint8Array, field: Uint8Array) =>

@@ -25,7 +25,7 @@ export interface TestBackend {
  * - `/bytes/<n>`: returns n bytes;
  * - `/status/<code>`: returns that status;
  * - `/slow/<ms>`: answers after ms;
- * - `/headers`: returns the request headers as JSON;
+ * - `/headers`: returns the request headers as JSON, the authority in `x-authority`;
  * - `/health`: 200;
  * - anything else: JSON with method, path, backend name.
  */
@@ -93,7 +93,11 @@ async function defaultHandler(name: string, req: Request): Promise<Response> {
     return new Response("slow", { headers: { "x-backend": name } });
   }
   if (p === "/headers") {
-    return Response.json(Object.fromEntries(req.headers), { headers: { "x-backend": name } });
+    return Response.json(Object.fromEntries(req.headers), {
+      // The authority as the backend heard it: HTTP/2 carries it as
+      // `:authority`, which Deno.serve puts in the URL, not in `host`.
+      headers: { "x-backend": name, "x-authority": new URL(req.url).host },
+    });
   }
   if (p === "/health") return Response.json({ status: "ok" });
   return Response.json({ backend: name, method: req.method, path: url.pathname + url.search }, {

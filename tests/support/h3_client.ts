@@ -1,5 +1,5 @@
 /** The project's own HTTP/3 client (see `examples/h3_client.ts`), for tests that control the bytes. */
-export { type H3Response, H3TestClient } from "../../examples/h3_client.ts";
+export { type H3Response, H3TestClient, type H3Tunnel } from "../../examples/h3_client.ts";
 
 /**
  * A bare QUIC connection (ALPN `h3`, server name `localhost`) from

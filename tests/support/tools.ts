@@ -12,7 +12,7 @@
  * @module
  */
 
-import { findOnPath } from "../../scripts/check_tools.ts";
+import { installed } from "../../scripts/check_tools.ts";
 import { QUICK_ENV, SKIP_LOG_ENV } from "../../scripts/run_tests.ts";
 import { toolOf } from "../../scripts/tools.ts";
 
@@ -40,7 +40,7 @@ export function skipWithout(testName: string, ...programs: string[]): boolean {
     return tool;
   });
   if (!quickRun()) return false;
-  const missing = tools.filter((t) => findOnPath(t.program) === undefined);
+  const missing = tools.filter((t) => !installed(t));
   if (missing.length === 0) return false;
   const names = missing.map((t) => `${t.program} (Debian ${t.debianPackage})`).join(", ");
   recordSkip(testName, `not installed (--quick): ${names}`);
