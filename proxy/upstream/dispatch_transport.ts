@@ -64,6 +64,10 @@ class DispatchTransport implements UpstreamTransport {
   }
 
   exchange(req: UpstreamRequest): Promise<UpstreamResponse> {
+    // The common cases first, with no closure and no extra async frame.
+    const protocol = req.protocol ?? "h2";
+    if (protocol === "h2") return this.#h2.exchange(req);
+    if (protocol === "http1") return this.#h1.exchange(req);
     return this.#dispatch(req, (t) => t.exchange(req));
   }
 
