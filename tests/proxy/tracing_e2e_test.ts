@@ -151,10 +151,14 @@ Deno.test({
         spans.filter((x) => x.traceId === s.traceId);
       const [server] = (await receiver.waitFor((spans) => serverSpans(spans).length >= 1, WAIT_MS))
         .filter((s) => spooky(s) && s.kind === "server");
-      const full = await receiver.waitFor(
-        (spans) => traceOf(server)(spans).some((s) => s.name === "kv commit"),
-        WAIT_MS,
-      );
+      // Each process exports in its own batches, a span when it ends: wait
+      // for all four (payments' server span may come after its KV commit's).
+      const full = await receiver.waitFor((spans) => {
+        const trace = traceOf(server)(spans);
+        return trace.some((s) => s.name === "kv commit") &&
+          trace.some((s) => s.service === "payments-e2e" && s.kind === "server") &&
+          trace.some((s) => spooky(s) && s.kind === "client");
+      }, WAIT_MS);
       assert.equal(server.parentSpanId, undefined, "no traceparent came: a new trace");
       assert.equal(server.service, "spooky-e2e");
       assert.equal(server.name, "POST payments");
