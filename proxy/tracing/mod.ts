@@ -18,12 +18,24 @@
 
 export { REQUEST_TRACING, type RequestTracing } from "./request_tracing.ts";
 export { OtelRequestTracing } from "./otel_request_tracing.ts";
-export { type IncomingContext, incomingContext } from "./incoming_context.ts";
 export { singleField, TRACEPARENT, TRACESTATE, withTraceContext } from "./trace_fields.ts";
-export type { IncomingRequest, OutgoingResponse, RequestHandler } from "../server/types.ts";
 export type {
+  IncomingRequest,
+  OutgoingResponse,
+  PeerAddr,
+  RequestFailure,
+  RequestHandler,
+  RequestHead,
+} from "../server/mod.ts";
+export type {
+  BackendTlsSetting,
+  ClientCertificate,
+  Trailers,
+  UPSTREAM_CLOSE_REASONS,
+  UpstreamCloseReason,
+  UpstreamConnectionsView,
   UpstreamRequest,
   UpstreamResponse,
   UpstreamTransport,
-} from "../upstream/transport.ts";
+} from "../upstream/mod.ts";
 export type { BackendRef } from "../balancer/types.ts";
