@@ -35,7 +35,7 @@
 
 import { BodyLengthTracker, type RequestEvent, validateTrailerFields } from "../h3/mod.ts";
 import { BODY_READ_BYTES, RequestBodyTooLarge } from "./body_io.ts";
-import { RequestEnd } from "./request_end.ts";
+import { clientBodyFailed } from "./request_end.ts";
 
 /** A request event that stands for a header section: decoded, or skipped as too large. */
 export type SectionEvent = Extract<RequestEvent, { type: "headers" | "headers_too_large" }>;
@@ -105,16 +105,6 @@ export function requestBody(
     : byteStream(nextPayload, events, abort);
 }
 
-/**
- * The client broke its own body: the request ends first, so the
- * application sees a client failure and does not blame the backend; then
- * `err` errors the body.
- */
-function bodyFailed(abort: AbortController, err: unknown): never {
-  abort.abort(new RequestEnd("client_body_failed", { cause: err }));
-  throw err;
-}
-
 /** The payloads themselves, one per pull; the reads they sit in are never recycled. */
 function payloadStream(
   nextPayload: NextPayload,
@@ -126,7 +116,7 @@ function payloadStream(
       try {
         payload = await nextPayload(false);
       } catch (err) {
-        bodyFailed(abort, err);
+        clientBodyFailed(abort, err);
       }
       if (payload === null) controller.close();
       else controller.enqueue(payload);
@@ -174,7 +164,7 @@ function byteStream(
       try {
         await pullOnce(controller);
       } catch (err) {
-        bodyFailed(abort, err);
+        clientBodyFailed(abort, err);
       }
     },
     cancel: () => {

@@ -75,3 +75,14 @@ export function requestEnd(signal: AbortSignal): RequestEndKind | undefined {
 export function requestEndMessage(signal: AbortSignal): string {
   return MESSAGES[requestEnd(signal) ?? "client_gone"];
 }
+
+/**
+ * The client broke its own body (a request's or a tunnel's side): the
+ * request ends first, as `client_body_failed`, so the application sees a
+ * client failure and does not blame the backend; then `err` is thrown to
+ * error the body.
+ */
+export function clientBodyFailed(abort: AbortController, err: unknown): never {
+  abort.abort(new RequestEnd("client_body_failed", { cause: err }));
+  throw err;
+}

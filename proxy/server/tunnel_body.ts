@@ -18,7 +18,7 @@
  */
 
 import { H3Code, H3Error, type RequestEvent } from "../h3/mod.ts";
-import { RequestEnd } from "./request_end.ts";
+import { clientBodyFailed } from "./request_end.ts";
 
 /** The DATA payloads of a tunnel's request stream; see the module docs. */
 export function tunnelBody(
@@ -47,8 +47,7 @@ export function tunnelBody(
         await pullOnce(controller);
       } catch (err) {
         // The client broke (or reset) its side: the request ends as its failure.
-        abort.abort(new RequestEnd("client_body_failed", { cause: err }));
-        throw err;
+        clientBodyFailed(abort, err);
       }
     },
   }, { highWaterMark: 0 });
