@@ -111,6 +111,30 @@ export function summarize(profile: CpuProfile): ProfileSummary {
   };
 }
 
+/**
+ * Summarises the one `.cpuprofile` in `dir` (written by `--cpu-prof-dir`):
+ * self time by file and inclusive time by function, the top rows of each.
+ */
+export async function printProfileDir(dir: string): Promise<void> {
+  const file = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".cpuprofile"));
+  if (!file) throw new Error(`no .cpuprofile written in ${dir}`);
+  const path = `${dir}/${file.name}`;
+  const s = summarize(JSON.parse(await Deno.readTextFile(path)));
+  const pct = (us: number) => `${(100 * us / s.totalUs).toFixed(1)}%`;
+  console.log(
+    `\nprofile ${path}: ${(s.totalUs / 1e6).toFixed(1)} s sampled, idle ${pct(s.idleUs)}`,
+  );
+  console.log("self time by file:");
+  for (const row of s.selfByFile.slice(0, 20)) {
+    console.log(`  ${pct(row.us).padStart(6)}  ${row.name}`);
+  }
+  console.log("inclusive time by function:");
+  for (const row of s.totalByFunction.slice(0, 30)) {
+    console.log(`  ${pct(row.us).padStart(6)}  ${row.name}`);
+  }
+  console.log(`\nfull listing: deno run -A bench/analyze_profile.ts ${path}`);
+}
+
 function print(title: string, rows: Row[], total: number, top: number): void {
   console.log(`\n${title}`);
   for (const r of rows.slice(0, top)) {

@@ -7,13 +7,16 @@
  * connection, and spooky's rate over Caddy's and the floor's (medians).
  *
  *     deno run -A bench/burst.ts [--total 400] [--waves 50,200] [--rounds 3]
- *                                [--servers floor,spooky,caddy]
+ *                                [--servers floor,spooky,caddy] [--profile]
  *
  * Every connection comes from 127.0.0.1 and spooky runs with its default
  * limits: a burst from one address (a NAT, a load test) must not be shed.
  * The host's sysctls are left as they are; spooky and Caddy each size their
  * own socket's receive buffer (the floor does not). The host's UDP
  * receive-buffer drops over each run are printed.
+ *
+ * `--profile` runs spooky alone under `--cpu-prof` and prints where its CPU
+ * went (`analyze_profile.ts`): the per-connection cost, by file and function.
  *
  * @module
  */
@@ -24,6 +27,7 @@ import { ensureDevCerts } from "../shared/certs/generate.ts";
 import { median } from "../shared/stats.ts";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { parseSnmpRcvbufErrors } from "../proxy/quic/udp_stats.ts";
+import { printProfileDir } from "./analyze_profile.ts";
 import { cpuSnapshot } from "./load.ts";
 import {
   type Env,
@@ -32,6 +36,7 @@ import {
   serverSpecs,
   startBackend,
   startServer,
+  startSpooky,
   stop,
 } from "./servers.ts";
 
@@ -98,12 +103,15 @@ async function main(): Promise<number> {
       waves: { type: "string", default: "50,200" },
       rounds: { type: "string", default: "3" },
       servers: { type: "string", default: "floor,spooky,caddy" },
+      profile: { type: "boolean", default: false },
     },
   });
   const total = Number(values.total);
   const waves = values.waves!.split(",").map(Number);
   const rounds = Number(values.rounds);
-  let names = values.servers!.split(",").map((n) => n.trim()).filter(Boolean);
+  let names = values.profile
+    ? ["spooky"]
+    : values.servers!.split(",").map((n) => n.trim()).filter(Boolean);
   if (names.includes("caddy") && !(await has("caddy"))) {
     console.error("caddy is missing (apt-get install -y caddy): the Caddy comparison is skipped");
     names = names.filter((n) => n !== "caddy");
@@ -114,8 +122,16 @@ async function main(): Promise<number> {
   const be = await startBackend();
   const env: Env = { tmp, certs, backendPort: be.port };
   const servers: Server[] = [];
+  // outside tmp, which is removed at the end: the profile is kept
+  const profileDir = values.profile ? await Deno.makeTempDir({ prefix: "spooky-profile-" }) : null;
   try {
-    for (const spec of serverSpecs(names)) servers.push(await startServer(env, spec));
+    for (const spec of serverSpecs(names)) {
+      servers.push(
+        profileDir === null
+          ? await startServer(env, spec)
+          : await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
+      );
+    }
     for (const s of servers) await burst(s, ca, 100, 50); // warm
     for (const wave of waves) {
       const by = new Map<string, BurstResult[]>();
@@ -147,6 +163,10 @@ async function main(): Promise<number> {
         )
         : [];
       console.log(`wave ${wave}, medians of ${rounds}: ${parts.join(", ")}; ${ratios.join(", ")}`);
+    }
+    if (profileDir !== null) {
+      await stop(servers.pop()!, "SIGINT");
+      await printProfileDir(profileDir);
     }
   } finally {
     for (const s of servers) await stop(s);

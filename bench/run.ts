@@ -44,7 +44,7 @@
 
 import { parseArgs } from "node:util";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
-import { summarize } from "./analyze_profile.ts";
+import { printProfileDir } from "./analyze_profile.ts";
 import { renderChart } from "./chart.ts";
 import { formatThreads, h3load, latencyTest, type LoadSettings, loadTest } from "./load.ts";
 import { idleTest, streamTest } from "./memory.ts";
@@ -107,24 +107,7 @@ async function profileMode(
   console.log(`profiled load: ${r.line}`);
   console.log(`server cpu ${r.cpuUs} us/req by thread: ${formatThreads(r.threads)}`);
   await stop(proxy, "SIGINT");
-  const file = [...Deno.readDirSync(dir)].find((e) => e.name.endsWith(".cpuprofile"));
-  if (!file) throw new Error("no .cpuprofile written");
-  const s = summarize(JSON.parse(await Deno.readTextFile(`${dir}/${file.name}`)));
-  const pct = (us: number) => `${(100 * us / s.totalUs).toFixed(1)}%`;
-  console.log(
-    `\nprofile ${dir}/${file.name}: ${(s.totalUs / 1e6).toFixed(1)} s sampled, idle ${
-      pct(s.idleUs)
-    }`,
-  );
-  console.log("self time by file:");
-  for (const row of s.selfByFile.slice(0, 20)) {
-    console.log(`  ${pct(row.us).padStart(6)}  ${row.name}`);
-  }
-  console.log("inclusive time by function:");
-  for (const row of s.totalByFunction.slice(0, 30)) {
-    console.log(`  ${pct(row.us).padStart(6)}  ${row.name}`);
-  }
-  console.log(`\nfull listing: deno run -A bench/analyze_profile.ts ${dir}/${file.name}`);
+  await printProfileDir(dir);
 }
 
 /**

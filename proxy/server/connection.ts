@@ -26,6 +26,7 @@ import {
 } from "../h3/mod.ts";
 import { settledWithin } from "../../shared/deadline.ts";
 import type { BidiStream, PeerAddr, QuicConnection, ReceiveStream } from "../quic/transport.ts";
+import { chunkReader } from "./body_io.ts";
 import { RequestEnd, type RequestEndKind } from "./request_end.ts";
 import { serveRequest, type StreamContext } from "./request_stream.ts";
 import { StreamShare } from "./stream_share.ts";
@@ -232,7 +233,9 @@ export class H3Connection implements StreamContext {
   }
 
   async #handleUni(stream: ReceiveStream): Promise<void> {
-    const reader = stream.getReader();
+    // Our own small buffers: the runtime's default reader allocates 64 KiB
+    // per read, and a critical stream's last read waits for the connection's end.
+    const reader = chunkReader(stream);
     let buf: Uint8Array = new Uint8Array(0);
     let kind: UniStreamKind | undefined;
     let rest: Uint8Array = buf;
