@@ -4,7 +4,7 @@
  * this server's is ours, not Deno's.
  *
  *     deno run -A bench/floor.ts --cert cert.pem --key key.pem --backend 127.0.0.1:PORT \
- *       [--port 0] [--worker | --node-http2]
+ *       [--port 0] [--worker | --node-http2 | --http1]
  *
  * Per connection it opens the HTTP/3 control stream (SETTINGS) and the two
  * QPACK streams and keeps their writers for the connection's life
@@ -42,9 +42,9 @@ import { StreamType } from "../proxy/h3/streams.ts";
 /** Fetches the backend's body; one implementation per variant. */
 type Upstream = () => Promise<Uint8Array>;
 
-/** `fetch` in this thread over one pooled h2c client. */
-function inProcess(url: string): Upstream {
-  const client = Deno.createHttpClient({ http1: false, http2: true });
+/** `fetch` in this thread over one pooled h2c client, or the HTTP/1.1 keep-alive pool. */
+function inProcess(url: string, http1 = false): Upstream {
+  const client = Deno.createHttpClient({ http1, http2: !http1 });
   return async () => new Uint8Array(await (await fetch(url, { client })).arrayBuffer());
 }
 
@@ -150,11 +150,12 @@ if (import.meta.main) {
       port: { type: "string", default: "0" },
       worker: { type: "boolean", default: false },
       "node-http2": { type: "boolean", default: false },
+      http1: { type: "boolean", default: false },
     },
   });
   if (!values.cert || !values.key || !values.backend) {
     console.error(
-      "usage: floor.ts --cert C --key K --backend HOST:PORT [--port P] [--worker | --node-http2]",
+      "usage: floor.ts --cert C --key K --backend HOST:PORT [--port P] [--worker | --node-http2 | --http1]",
     );
     Deno.exit(2);
   }
@@ -163,7 +164,7 @@ if (import.meta.main) {
     ? onWorker(url)
     : values["node-http2"]
     ? nodeHttp2(values.backend)
-    : inProcess(url);
+    : inProcess(url, values.http1);
   const endpoint = new Deno.QuicEndpoint({ hostname: "127.0.0.1", port: Number(values.port) });
   const listener = endpoint.listen({
     cert: await Deno.readTextFile(values.cert),

@@ -29,13 +29,22 @@ export interface RatioRow {
 }
 
 /**
- * The Caddy a spooky variant is compared with: the one speaking the same
- * protocol to the backend (`spooky-h1` → `caddy-h1`) when the run has it,
- * else `caddy`.
+ * The server of `kind` (floor or Caddy) a spooky variant is compared with:
+ * the one speaking the same protocol to the backend (`spooky-h1` →
+ * `floor-h1`, `caddy-h1`) when the run has it, else the plain one.
  */
+export function peerOf(
+  kind: "floor" | "caddy",
+  server: string,
+  servers: readonly string[],
+): string {
+  const peer = server.replace(/^spooky/, kind);
+  return peer !== server && servers.includes(peer) ? peer : kind;
+}
+
+/** The Caddy a spooky variant is compared with (`peerOf`). */
 export function caddyPeer(server: string, servers: readonly string[]): string {
-  const peer = server.replace(/^spooky/, "caddy");
-  return peer !== server && servers.includes(peer) ? peer : "caddy";
+  return peerOf("caddy", server, servers);
 }
 
 /** spooky/floor and spooky/Caddy for req/s and CPU µs/req, per spooky variant and level. */
@@ -44,7 +53,7 @@ export function ratioRows(r: BenchResults): RatioRow[] {
     r.load.find((x) => x.server === server && x.conns === conns);
   const rows: RatioRow[] = [];
   for (const x of r.load.filter((x) => x.kind === "spooky")) {
-    const floor = at("floor", x.conns);
+    const floor = at(peerOf("floor", x.server, r.servers), x.conns);
     const caddy = at(caddyPeer(x.server, r.servers), x.conns);
     rows.push({
       server: x.server,
@@ -163,11 +172,13 @@ export function renderMarkdown(r: BenchResults): string {
       "streams, drain the request stream unparsed, `fetch` the backend over one pooled h2c " +
       "client, answer a pre-encoded `:status 200` HEADERS and one DATA frame in one write " +
       "(**floor-worker**: the same with `fetch` on one Worker; **floor-h2**: the same with " +
-      "Deno's `node:http2` client in place of `fetch`); **spooky** (`proxy/main.ts`, " +
+      "Deno's `node:http2` client in place of `fetch`; **floor-h1**: `fetch` over HTTP/1.1, " +
+      "the runtime's keep-alive pool); **spooky** (`proxy/main.ts`, " +
       "log level info); and **Caddy** " +
       "(`reverse_proxy h2c://`, the same certificate, HTTP/3). **spooky-h1** and **caddy-h1** " +
       "are the same two speaking HTTP/1.1 to the same backend (`protocol: http1`; " +
-      "`reverse_proxy http://`), and are compared with each other. The machine is shared: every " +
+      "`reverse_proxy http://`), and are compared with each other and with floor-h1. The " +
+      "machine is shared: every " +
       "measurement runs in rounds that alternate between the servers (the order rotates by " +
       "one each round) and medians are reported. Before the load phase each server serves " +
       "24,000 requests that are not measured: V8 compiles spooky's hot path over its first " +
@@ -328,7 +339,7 @@ export function renderMarkdown(r: BenchResults): string {
       "a 1 GiB upload slower than ~290 Mbit/s with 503).",
   );
   L.push(
-    "- Options: `--servers floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1` picks " +
+    "- Options: `--servers floor,floor-worker,floor-h2,floor-h1,spooky,caddy,spooky-h1,caddy-h1` picks " +
       "the servers; `--no-memory` skips streaming and idle connections; `--only streams` runs " +
       "the large transfers alone (printed, no report written); `--quick` is a smoke run.",
   );

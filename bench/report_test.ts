@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cpuPerRequest } from "./load.ts";
-import { caddyPeer, ratioRows, renderMarkdown } from "./report.ts";
+import { caddyPeer, peerOf, ratioRows, renderMarkdown } from "./report.ts";
 import type { BenchResults, LoadRow } from "./results.ts";
 import { serverSpecs } from "./servers.ts";
 
@@ -94,6 +94,8 @@ Deno.test("ratioRows: the HTTP/1.1 spooky row is compared with the HTTP/1.1 Cadd
   ]);
   assert.equal(caddyPeer("spooky-h1", ["spooky-h1", "caddy"]), "caddy", "no caddy-h1: caddy");
   assert.equal(caddyPeer("spooky-w0", ["spooky-w0", "caddy-w0"]), "caddy-w0");
+  assert.equal(peerOf("floor", "spooky-h1", ["floor", "floor-h1", "spooky-h1"]), "floor-h1");
+  assert.equal(peerOf("floor", "spooky-h1", ["floor", "spooky-h1"]), "floor", "no floor-h1");
 });
 
 Deno.test("ratioRows: n/a without a floor or Caddy", () => {
@@ -121,11 +123,21 @@ Deno.test("cpuPerRequest: ticks to µs/req by thread group, exited threads from 
 
 Deno.test("serverSpecs: one server per name, in order; unknown names fail", () => {
   assert.deepEqual(
-    serverSpecs(["floor", "floor-worker", "floor-h2", "spooky", "caddy", "spooky-h1", "caddy-h1"]),
+    serverSpecs([
+      "floor",
+      "floor-worker",
+      "floor-h2",
+      "floor-h1",
+      "spooky",
+      "caddy",
+      "spooky-h1",
+      "caddy-h1",
+    ]),
     [
       { name: "floor", kind: "floor" },
       { name: "floor-worker", kind: "floor", worker: true },
       { name: "floor-h2", kind: "floor", nodeHttp2: true },
+      { name: "floor-h1", kind: "floor", upstream: "http1" },
       { name: "spooky", kind: "spooky" },
       { name: "caddy", kind: "caddy" },
       { name: "spooky-h1", kind: "spooky", upstream: "http1" },

@@ -9,7 +9,7 @@ import type { ServerKind } from "./servers.ts";
 
 /** Median throughput and CPU cost of one server at one connection count. */
 export interface LoadRow {
-  /** the server's label ("floor", "floor-worker", "floor-h2", "spooky", "caddy") */
+  /** the server's label ("floor", "floor-worker", "floor-h2", "floor-h1", "spooky", "caddy", ...) */
   server: string;
   kind: ServerKind;
   conns: number;

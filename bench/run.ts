@@ -10,7 +10,7 @@
  *     deno task bench --profile    # CPU profile of the proxy under h3load, summarised
  *                                  # (--profile-conns N: at N connections, default 4)
  *
- * Options: `--servers floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1` (the
+ * Options: `--servers floor,floor-worker,floor-h2,floor-h1,spooky,caddy,spooky-h1,caddy-h1` (the
  * default; order of the rounds), `--no-memory` (skip streaming and idle connections),
  * `--only streams` (the large download and upload alone, printed; no report written),
  * `--no-caddy`, `--no-websocket` (skip the WebSocket echo row), `--rounds N`,
@@ -198,7 +198,7 @@ async function main(): Promise<number> {
       "profile-conns": { type: "string", default: "4" },
       servers: {
         type: "string",
-        default: "floor,floor-worker,floor-h2,spooky,caddy,spooky-h1,caddy-h1",
+        default: "floor,floor-worker,floor-h2,floor-h1,spooky,caddy,spooky-h1,caddy-h1",
       },
       only: { type: "string" },
       rounds: { type: "string" },

@@ -49,7 +49,7 @@ export interface ServerSpec {
   nodeHttp2?: boolean;
   /** spooky: more `limits` keys, as `key: value` lines */
   limits?: string[];
-  /** spooky and Caddy: the protocol to the backend (absent: h2c) */
+  /** spooky, Caddy and the floor (`fetch`): the protocol to the backend (absent: h2c) */
   upstream?: UpstreamProtocol;
   /** spooky: also the TCP fallback (`listen.tcp_fallback`), for the WebSocket row */
   tcpFallback?: boolean;
@@ -236,6 +236,7 @@ export async function startFloor(env: Env, spec: ServerSpec): Promise<Server> {
       `127.0.0.1:${env.backendPort}`,
       ...(spec.worker ? ["--worker"] : []),
       ...(spec.nodeHttp2 ? ["--node-http2"] : []),
+      ...(spec.upstream === "http1" ? ["--http1"] : []),
     ],
     /^Listening on .*:(\d+)$/,
   );
@@ -290,7 +291,7 @@ export function startServer(env: Env, spec: ServerSpec): Promise<Server> {
 
 /**
  * The servers of a run, from `--servers` (names: floor, floor-worker,
- * floor-h2, spooky, caddy, spooky-h1, caddy-h1).
+ * floor-h2, floor-h1, spooky, caddy, spooky-h1, caddy-h1).
  */
 export function serverSpecs(names: string[]): ServerSpec[] {
   return names.map((name): ServerSpec => {
@@ -301,6 +302,8 @@ export function serverSpecs(names: string[]): ServerSpec[] {
         return { name, kind: "floor", worker: true };
       case "floor-h2":
         return { name, kind: "floor", nodeHttp2: true };
+      case "floor-h1":
+        return { name, kind: "floor", upstream: "http1" };
       case "spooky":
         return { name, kind: "spooky" };
       case "caddy":
@@ -311,7 +314,7 @@ export function serverSpecs(names: string[]): ServerSpec[] {
         return { name, kind: "caddy", upstream: "http1" };
       default:
         throw new Error(
-          `unknown server "${name}" (floor, floor-worker, floor-h2, spooky, caddy, spooky-h1, caddy-h1)`,
+          `unknown server "${name}" (floor, floor-worker, floor-h2, floor-h1, spooky, caddy, spooky-h1, caddy-h1)`,
         );
     }
   });
