@@ -36,8 +36,16 @@ import { UpstreamError } from "./transport.ts";
 export const SESSION_IDLE_MS = 30_000;
 /** Request body bytes queued for the socket before the next chunk is read from the client. */
 const WRITE_HIGH_WATER = 256 * 1024;
-/** Size of each session's read buffer. */
-const READ_BUFFER = 64 * 1024;
+/**
+ * The largest frame a backend may send (SETTINGS_MAX_FRAME_SIZE): 64 KiB,
+ * not the protocol's 16 KiB, so a download arrives in a quarter as many DATA
+ * frames, each one read, handed on and written to the client as one piece
+ * (`body_io.ts` writes DATA frames of up to 64 KiB): a quarter of the
+ * per-chunk work and garbage.
+ */
+const MAX_FRAME_SIZE = 64 * 1024;
+/** Size of each session's read buffer: several of the largest frames, so few straddle two reads. */
+const READ_BUFFER = 4 * MAX_FRAME_SIZE;
 /** Each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), the codec's default. */
 export const STREAM_WINDOW = 256 * 1024;
 /** The least connection receive window of a session (see {@link sessionCodecOptions}). */
@@ -74,7 +82,8 @@ export function sessionCodecOptions(given: H2ConnectionOptions | undefined): H2C
       MAX_WINDOW,
       Math.max(MIN_CONNECTION_WINDOW, STREAM_WINDOWS_PER_CONNECTION * streamWindow),
     );
-  return { ...given, streamWindow, connectionWindow, connectionCredit: "on-consume" };
+  const maxFrameSize = given?.maxFrameSize ?? MAX_FRAME_SIZE;
+  return { ...given, streamWindow, connectionWindow, maxFrameSize, connectionCredit: "on-consume" };
 }
 
 /** A response head, body bytes or trailers of one stream. */
@@ -244,6 +253,7 @@ export class H2Session<X> {
   /** Writes what the codec queued, in order; one writer at a time. */
   flush(): void {
     if (this.#writing || this.#conn === null || this.closed) return;
+    if (this.codec.pendingOutput === 0) return; // nothing queued (most reads of a download)
     this.#writing = true;
     this.#writeLoop().catch((err) => {
       this.#writing = false;
