@@ -249,6 +249,37 @@ test("PING liveness: a backend that goes silent with a stream open fails it `tim
   }
 });
 
+test("RFC 9113 §4.2: backends may send DATA frames of 64 KiB (our SETTINGS_MAX_FRAME_SIZE), a download in a quarter of the frames", async () => {
+  let advertised: number | undefined;
+  const body = new Uint8Array(64 * 1024).fill(7);
+  const server = startRawH2((conn, stream) => {
+    conn.write(cat(
+      headers(stream, [[":status", "200"], ["content-length", String(body.length)]]),
+      frame(0, 1, stream, body), // one DATA frame, END_STREAM
+    ));
+  }, (_conn, f) => {
+    if (f.type !== 4 || (f.flags & 1) !== 0) return;
+    const view = new DataView(f.payload.buffer, f.payload.byteOffset);
+    for (let i = 0; i + 6 <= f.payload.length; i += 6) {
+      if (view.getUint16(i) === 0x5) advertised = view.getUint32(i + 2);
+    }
+  });
+  const t = createH2Transport();
+  try {
+    const res = await t.exchange(request(server, { timeoutMs: 5_000 }));
+    assert.equal(res.status, 200);
+    const got = res.body instanceof ReadableStream
+      ? new Uint8Array(await new Response(res.body).arrayBuffer())
+      : res.body;
+    assert.equal(got?.length, body.length);
+    assert.ok(got!.every((b) => b === 7));
+    assert.equal(advertised, 64 * 1024);
+  } finally {
+    await t.close();
+    await server.close();
+  }
+});
+
 test("RFC 9113 §3.4: a backend that accepts and sends no SETTINGS fails `connect` (nothing sent), not at the request timeout", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const held: Deno.Conn[] = [];
