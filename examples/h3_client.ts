@@ -59,6 +59,8 @@ export class H3TestClient {
   readonly serverSettings: Promise<Settings>;
   /** Bytes the server wrote on its QPACK decoder stream (acks, increments). */
   readonly serverDecoderStream: Uint8Array[] = [];
+  /** The types of the unidirectional streams the server opened, in the order they arrived. */
+  readonly serverStreamTypes: number[] = [];
   /** GOAWAY ids received. */
   readonly goaways: number[] = [];
   #settings = Promise.withResolvers<Settings>();
@@ -132,6 +134,7 @@ export class H3TestClient {
         if (type === -1) {
           type = data[0];
           data = data.subarray(1);
+          this.serverStreamTypes.push(type);
         }
         if (type === StreamType.CONTROL) {
           frames.push(data);

@@ -78,8 +78,7 @@ Environment:
                        separated by commas (e.g. info,proxy::health=trace)
 `;
 
-/** QPACK dynamic table we offer clients (bytes) and the streams they may block. */
-const QPACK_MAX_TABLE_CAPACITY = 4096;
+/** Streams a client's QPACK dynamic-table references may block (when it has a table). */
 const QPACK_BLOCKED_STREAMS = 16;
 
 /**
@@ -432,11 +431,12 @@ function h3ServerOptions(
     maxRequestBodyBytes: config.limits.max_request_body_bytes,
     requestIdleTimeoutMs: config.limits.request_idle_timeout_ms,
     maxBackendStreamsPerConnection: config.limits.max_backend_streams_per_connection,
-    qpackMaxTableCapacity: QPACK_MAX_TABLE_CAPACITY,
-    qpackBlockedStreams: QPACK_BLOCKED_STREAMS,
+    qpackMaxTableCapacity: config.limits.qpack_max_table_capacity,
+    qpackBlockedStreams: config.limits.qpack_max_table_capacity > 0 ? QPACK_BLOCKED_STREAMS : 0,
     hooks: {
       streamOpened: () => metrics.activeStreams++,
       streamClosed: () => metrics.activeStreams--,
+      qpackDynamicSection: () => metrics.qpackDynamicSections++,
       requestDone: sink.finished,
     },
     onConnectionOpened: () => metrics.activeConnections++,

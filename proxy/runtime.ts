@@ -464,6 +464,7 @@ export class ProxyRuntime {
         ...read(),
       })),
       activeStreams: this.metrics.activeStreams,
+      qpackDynamicSections: this.metrics.qpackDynamicSections,
       rateLimits: this.rateLimitCounters.snapshot(
         (this.#gen.config.rate_limits ?? []).map((l) => l.name),
       ),

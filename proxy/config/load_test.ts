@@ -861,6 +861,7 @@ Deno.test("minimal config gets every default", () => {
       tcp_idle_timeout_ms: 60000,
       tcp_max_connections: "auto",
       max_backend_streams_per_connection: 100,
+      qpack_max_table_capacity: 0,
       drain_timeout_ms: 10000,
       handshake_timeout_ms: 10000,
       max_handshakes: 256,
@@ -1403,6 +1404,22 @@ Deno.test("limits: address and network prefix lengths must fit their family", ()
   }
   const ok = parse(BASE + "limits: {address_prefix_v6: 48, network_prefix_v6: 40}\n");
   assert.ok(ok.ok);
+});
+
+Deno.test("#35.7: limits.qpack_max_table_capacity is 0 by default and an integer up to 65536, named with its line", () => {
+  for (const bad of ["-1", "1.5", "65537", '"4k"']) {
+    const r = parse(BASE + `limits:\n  qpack_max_table_capacity: ${bad}\n`);
+    assert.ok(!r.ok && r.kind === "invalid", bad);
+    assert.match(
+      formatProblem(r.problems[0]),
+      /^limits\.qpack_max_table_capacity \(line 15\): /,
+      bad,
+    );
+  }
+  const dflt = parse(BASE);
+  assert.ok(dflt.ok && dflt.config.limits.qpack_max_table_capacity === 0);
+  const table = parse(BASE + "limits:\n  qpack_max_table_capacity: 4096\n");
+  assert.ok(table.ok && table.config.limits.qpack_max_table_capacity === 4096);
 });
 
 Deno.test("#35.7: limits.udp_receive_buffer is a whole number of bytes from 0 to 1 GiB, named with its line", () => {

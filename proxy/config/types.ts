@@ -313,6 +313,8 @@ export interface LimitsConfig {
   request_idle_timeout_ms: number;
   /** Requests one client connection may have in flight to one pool; past it they wait, then 503. */
   max_backend_streams_per_connection: number;
+  /** QPACK dynamic table offered to HTTP/3 clients (bytes; 0: none, no decoder stream). */
+  qpack_max_table_capacity: number;
   /** A QUIC handshake not complete within this is closed, in milliseconds. */
   handshake_timeout_ms: number;
   /** QUIC handshakes under way at once; past it newcomers are refused. */

@@ -122,6 +122,8 @@ export class ProxyMetrics {
   activeConnections = 0;
   /** Requests being served. */
   activeStreams = 0;
+  /** Request field sections that referenced the QPACK dynamic table. */
+  qpackDynamicSections = 0;
   /** Connections turned away by the admission limits, by reason (`handshake_timeout`, `per_address`, …). */
   readonly rejectedConnections: Map<string, number> = new Map();
   /** Time from request to response headers, in seconds. */

@@ -45,6 +45,8 @@ export interface MetricsView {
   activeConnections: number;
   /** Open HTTP/3 request streams. */
   activeStreams: number;
+  /** Request field sections that referenced the QPACK dynamic table (absent: 0). */
+  qpackDynamicSections?: number;
   /** Connections turned away by the admission limits, by reason. */
   rejectedConnections?: ReadonlyMap<string, number>;
   /** The QUIC socket: held handshakes and the kernel's UDP receive-buffer figures. */
@@ -151,6 +153,11 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   },
   active_connections: { type: "gauge", help: "Open QUIC connections." },
   active_streams: { type: "gauge", help: "Requests being served." },
+  qpack_dynamic_sections_total: {
+    type: "counter",
+    help:
+      "HTTP/3 request field sections that referenced the QPACK dynamic table (limits.qpack_max_table_capacity).",
+  },
   connections_rejected_total: {
     type: "counter",
     help: "Connections turned away by the admission limits, by reason.",
@@ -333,6 +340,7 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
 
   out.push(`${family("active_connections")} ${num(view.activeConnections)}`);
   out.push(`${family("active_streams")} ${num(view.activeStreams)}`);
+  out.push(`${family("qpack_dynamic_sections_total")} ${num(view.qpackDynamicSections ?? 0)}`);
   const rejected = family("connections_rejected_total");
   for (const reason of REJECT_REASONS) {
     out.push(`${rejected}{reason="${reason}"} ${num(view.rejectedConnections?.get(reason) ?? 0)}`);

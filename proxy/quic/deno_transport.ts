@@ -53,13 +53,12 @@ export interface ListenQuicOptions {
   now?: () => number;
   /**
    * A full garbage collection, asked for after every `gcAfterClosed`
-   * connections closed unserved (at most once a second) and at the end of a
-   * churn (`memory_release.ts`): each connection's native
+   * closed connections (at most once a second): each connection's native
    * state is freed only when V8 collects its object (see `full_gc.ts`).
    * Default: `fullGc()` (`full_gc.ts`); nothing when the runtime offers none.
    */
   collectGarbage?: () => void;
-  /** Connections closed unserved (shed, failed or unfinished handshakes) between collections (default 1000). */
+  /** Closed connections (handshakes included) between collections (default 1000). */
   gcAfterClosed?: number;
   /**
    * Hands freed memory back to the kernel once a churn of closed
@@ -352,16 +351,13 @@ export class DenoQuicListener implements DenoQuicTransport {
     if (this.#sweeper === undefined) {
       this.#sweeper = setTimeout(() => this.#sweep(), this.#sweepEvery);
     }
-    let served = false;
     const release = () => {
       table.closed(entry);
-      this.#collector.closed(served);
+      this.#collector.closed();
     };
     conn.closed.then(release, release);
     conn.handshake.then(
-      async () => {
-        served = await this.#serveIfEstablished(conn, entry);
-      },
+      () => this.#serveIfEstablished(conn, entry),
       (err) => log.trace("handshake failed: {error}", { error: String(err) }),
     );
   }
@@ -386,17 +382,17 @@ export class DenoQuicListener implements DenoQuicTransport {
    * a connection that died before its handshake completed, whose 0-RTT
    * streams (a replayed request) must never be read. Only a connection that
    * proves it is established and alive goes to the HTTP/3 layer; one that
-   * died on its own is counted as `handshake_failed`. True once delivered.
+   * died on its own is counted as `handshake_failed`.
    */
   async #serveIfEstablished(
     conn: Deno.QuicConn,
     entry: AdmissionEntry<Deno.QuicConn>,
-  ): Promise<boolean> {
+  ): Promise<void> {
     let established: QuicConnection;
     try {
       established = await passHandshakeGate(conn as unknown as GateCandidate);
     } catch (err) {
-      if (this.#closed || closedHere.has(conn)) return false; // shed or shut down: counted already
+      if (this.#closed || closedHere.has(conn)) return; // shed or shut down: counted already
       log.debug("{host}:{port} not served: {error}", {
         host: conn.remoteAddr.hostname,
         port: conn.remoteAddr.port,
@@ -404,12 +400,11 @@ export class DenoQuicListener implements DenoQuicTransport {
       });
       this.#opts.onRejected?.("handshake_failed");
       closeQuietly(conn, H3Code.NO_ERROR, "");
-      return false;
+      return;
     }
-    if (!this.#table.established(entry)) return false; // shed or closed meanwhile
-    if (this.#closed) return false;
+    if (!this.#table.established(entry)) return; // shed or closed meanwhile
+    if (this.#closed) return;
     this.#deliver(established);
-    return true;
   }
 }
 

@@ -8,10 +8,7 @@
  * garbage of their own (a flood of spoofed Initials: accepted, shed, never
  * served) no major collection comes, and the process grows by that much per
  * Initial: 1.4 GB after 30,000 spoofed Initials in 30 s, measured. The
- * transport therefore asks for a collection after many connections closed
- * unserved. A served connection leaves garbage of its own (its streams and
- * requests), enough for V8's own collections: forcing one during a burst of
- * legitimate connections cost 50-160 ms of the QUIC thread per collection.
+ * transport therefore asks for a collection after many closed connections.
  *
  * `node:v8` `setFlagsFromString("--expose-gc")` makes V8 install `gc()` in
  * contexts created afterwards; `node:vm` creates one and hands the function

@@ -62,24 +62,6 @@ Deno.test("#35.5: nothing is released while the churn goes on; the second releas
   }
 });
 
-Deno.test("#35.7: served connections ask for no collection during their churn, and are released once it passed", async () => {
-  const { c, counts } = collector(() => true);
-  try {
-    for (let i = 0; i < 9; i++) c.closed(true);
-    assert.equal(c.state, "idle");
-    for (let i = 0; i < 21; i++) c.closed(true); // a burst of them
-    assert.deepEqual(counts, { gcs: 0, releases: 0 });
-    assert.equal(c.state, "churning");
-    await sleep(700); // passed: one collection and one release, nothing left to linger for
-    assert.deepEqual(counts, { gcs: 1, releases: 1 });
-    assert.equal(c.state, "idle");
-    for (let i = 0; i < 10; i++) c.closed(); // unserved ones still ask at once
-    assert.equal(counts.gcs, 2);
-  } finally {
-    c.stop();
-  }
-});
-
 Deno.test("#35.5: stop() ends a churn's timers (none outlives the transport)", async () => {
   const { c, counts } = collector(() => true);
   for (let i = 0; i < 10; i++) c.closed();

@@ -94,6 +94,7 @@ export class H3Connection implements StreamContext {
       maxTableCapacity: opts.qpackMaxTableCapacity,
       maxBlockedStreams: opts.qpackBlockedStreams,
       maxFieldSectionSize: opts.maxFieldSectionSize,
+      onDynamicSection: opts.hooks?.qpackDynamicSection,
     });
   }
 
@@ -200,14 +201,18 @@ export class H3Connection implements StreamContext {
     ]);
     const control = (await this.#conn.createUnidirectionalStream()).getWriter();
     this.#control = control;
-    const decoder = (await this.#conn.createUnidirectionalStream()).getWriter();
-    this.#decoderStream = decoder;
-    // No QPACK encoder stream: this encoder never inserts into the dynamic
-    // table, and an endpoint that will not use it may skip it (RFC 9204 §4.2).
-    await Promise.all([
+    const writes = [
       control.write(concatBytes(Uint8Array.of(StreamType.CONTROL), encodeSettingsFrame(settings))),
-      decoder.write(Uint8Array.of(StreamType.QPACK_DECODER)),
-    ]);
+    ];
+    // No QPACK encoder stream: this encoder never inserts into the dynamic
+    // table; and no decoder stream without a table of our own to acknowledge
+    // (an endpoint may skip either then, RFC 9204 §4.2).
+    if (this.opts.qpackMaxTableCapacity > 0) {
+      const decoder = (await this.#conn.createUnidirectionalStream()).getWriter();
+      this.#decoderStream = decoder;
+      writes.push(decoder.write(Uint8Array.of(StreamType.QPACK_DECODER)));
+    }
+    await Promise.all(writes);
   }
 
   /** Writes pending QPACK decoder-stream instructions (acks, increments, cancels). */

@@ -173,6 +173,8 @@ export interface ConnectionOptions {
 export interface ConnectionHooks {
   /** A request stream was opened. */
   streamOpened?(): void;
+  /** A request's field section referenced the QPACK dynamic table (`limits.qpack_max_table_capacity` > 0). */
+  qpackDynamicSection?(): void;
   /** A request stream is done. */
   streamClosed?(): void;
   /**

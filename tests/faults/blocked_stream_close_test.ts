@@ -32,7 +32,10 @@ async function send(conn: Deno.QuicConn, bytes: Uint8Array): Promise<void> {
 
 Deno.test("faults: QPACK-blocked streams are released when their connection fails, so shutdown completes", async () => {
   const be = startBackend("b");
-  const proxy = await startProxy(faultConfig([be.address]));
+  // A dynamic table offered (none by default), so that these sections block.
+  const proxy = await startProxy(
+    faultConfig([be.address], { extra: "limits: {qpack_max_table_capacity: 4096}" }),
+  );
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   // Required Insert Count 1 (encoded 2 with 128 entries), Base 0 + post-base index 0.
   const blocked = encodeFrame(FrameType.HEADERS, Uint8Array.of(0x02, 0x80, 0x10));

@@ -400,7 +400,8 @@ Deno.test("faults: 10,000 malformed frame sequences and QPACK blocks never crash
   const proxy = await startProxy(
     faultConfig([be.address], {
       requestTimeoutMs: 5000,
-      extra: "admin: {address: 127.0.0.1, port: 0}",
+      // A dynamic table offered (none by default): its blocked sections are fuzzed too.
+      extra: "admin: {address: 127.0.0.1, port: 0}\nlimits: {qpack_max_table_capacity: 4096}",
     }),
   );
   const ca = await Deno.readTextFile((await testCerts()).caPath);

@@ -151,7 +151,10 @@ Deno.test({
       return new Response("not found", { status: 404 });
     });
     // Trace logging dumps the first bytes of each request stream (see encodedInsertCounts).
-    const proxy = await startProxy(oneBackendConfig(be.address) + "log: {level: trace}\n");
+    const proxy = await startProxy(
+      oneBackendConfig(be.address) +
+        "log: {level: trace}\nlimits: {qpack_max_table_capacity: 4096}\n",
+    );
     let stopped: number | undefined;
     const proxyTail = () =>
       [...proxy.stdout, ...proxy.stderr].filter((l) => !/ received \d+ bytes/.test(l)).slice(-30)

@@ -21,15 +21,51 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
 
+/** One backend, a 4 KiB dynamic table offered (none by default) and the admin listener. */
+const withTable = (backend: string) =>
+  oneBackendConfig(backend) +
+  "limits: {qpack_max_table_capacity: 4096}\nadmin: {address: 127.0.0.1, port: 0}\n";
+
+/** `spooky_qpack_dynamic_sections_total` as `/metrics` shows it. */
+async function dynamicSections(adminPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  return Number(text.match(/^spooky_qpack_dynamic_sections_total (\d+)$/m)?.[1]);
+}
+
 // RFC 9204 Appendix A indices.
 const S_AUTHORITY = 0;
 const S_PATH = 1;
 const S_METHOD_GET = 17;
 const S_SCHEME_HTTPS = 23;
 
-Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are decoded", async (t) => {
+Deno.test("#35.7: by default no dynamic table is offered and no QPACK decoder stream opened (RFC 9204 §4.2)", async () => {
   const be = startBackend("b");
   const proxy = await startProxy(oneBackendConfig(be.address));
+  const ca = await Deno.readTextFile((await testCerts()).caPath);
+  const client = await H3TestClient.connect(proxy.port, ca);
+  try {
+    const s = await client.serverSettings;
+    assert.equal(s.get(0x1) ?? 0, 0, "SETTINGS_QPACK_MAX_TABLE_CAPACITY");
+    assert.equal(s.get(0x7) ?? 0, 0, "SETTINGS_QPACK_BLOCKED_STREAMS");
+    const res = await client.request({
+      head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
+        ":path",
+        "/x",
+      ]],
+    });
+    assert.equal(res.status, 200);
+    await sleep(100);
+    assert.deepEqual(client.serverStreamTypes, [0x00], "the control stream alone");
+  } finally {
+    await client.close();
+    assert.equal(await proxy.stop(), 0);
+    await be.close();
+  }
+});
+
+Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are decoded", async (t) => {
+  const be = startBackend("b");
+  const proxy = await startProxy(withTable(be.address));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   const client = await H3TestClient.connect(proxy.port, ca);
   /** The fields the backend heard, with the authority (`x-authority` of the answer) as `host`. */
@@ -105,6 +141,11 @@ Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are de
       // Section Acknowledgment: 1xxxxxxx with the stream id (0, 4, 8 here).
       assert.ok(bytes.length >= 3, `decoder stream bytes: ${bytes.length}`);
       assert.ok([...bytes].some((b) => (b & 0x80) !== 0));
+      assert.ok(client.serverStreamTypes.includes(0x03), "a QPACK decoder stream");
+    });
+
+    await t.step("/metrics counts the sections that referenced the table", async () => {
+      assert.ok(await dynamicSections(proxy.adminPort!) >= 3);
     });
   } finally {
     await client.close();
@@ -115,7 +156,7 @@ Deno.test("RFC 9204 §4.3, §4.5: dynamic-table references over real QUIC are de
 
 Deno.test("RFC 9204 §2.2.3: a reference to a missing entry closes the connection, not the proxy", async () => {
   const be = startBackend("b");
-  const proxy = await startProxy(oneBackendConfig(be.address));
+  const proxy = await startProxy(withTable(be.address));
   const ca = await Deno.readTextFile((await testCerts()).caPath);
   try {
     const bad = await H3TestClient.connect(proxy.port, ca);

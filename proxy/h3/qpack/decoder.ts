@@ -47,6 +47,8 @@ export interface QpackDecoderOptions {
   maxBlockedStreams: number;
   /** Our SETTINGS_MAX_FIELD_SECTION_SIZE (RFC 9114 §4.2.2), in bytes; unlimited if absent. */
   maxFieldSectionSize?: number;
+  /** Told of each field section decoded that referenced the dynamic table (metrics). */
+  onDynamicSection?: () => void;
 }
 
 /** A previously blocked section, decoded after its entries arrived. */
@@ -226,6 +228,7 @@ export class QpackDecoder {
   #out = new ByteWriter(64);
   /** Insert count the peer's encoder knows we have (§2.1.4, mirrored). */
   #acked = 0;
+  readonly #onDynamicSection: (() => void) | undefined;
 
   /** Creates a decoder with an empty dynamic table and our SETTINGS limits. */
   constructor(opts: QpackDecoderOptions) {
@@ -233,6 +236,7 @@ export class QpackDecoder {
     this.#maxEntries = Math.floor(opts.maxTableCapacity / 32);
     this.#maxBlocked = opts.maxBlockedStreams;
     this.#maxSectionSize = opts.maxFieldSectionSize ?? Infinity;
+    this.#onDynamicSection = opts.onDynamicSection;
   }
 
   /** The dynamic table (read it; do not modify it). */
@@ -483,6 +487,7 @@ export class QpackDecoder {
 
   #acknowledge(streamId: number, ric: number): void {
     if (ric === 0) return;
+    this.#onDynamicSection?.();
     this.#out.int(streamId, 7, 0x80);
     if (ric > this.#acked) this.#acked = ric;
   }
