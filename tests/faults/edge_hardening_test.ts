@@ -325,7 +325,10 @@ Deno.test("#13.8: the backend gets what the client sent: no added fields, compre
 Deno.test("#13.8: a request whose header section stays QPACK-blocked gets 408 at request_idle_timeout_ms", async () => {
   const be = startBackend("b");
   const proxy = await startProxy(
-    faultConfig([be.address], { extra: "limits: {request_idle_timeout_ms: 1000}" }),
+    faultConfig([be.address], {
+      // A dynamic table offered (none by default), so that the section can block.
+      extra: "limits: {request_idle_timeout_ms: 1000, qpack_max_table_capacity: 4096}",
+    }),
   );
   const c = await H3TestClient.connect(proxy.port, await ca());
   try {

@@ -360,13 +360,9 @@ export const EVIL_CASES: readonly EvilCase[] = [
   {
     name: "oversized_frame",
     description:
-      "a 20,000-byte DATA frame above the client's 16,384 SETTINGS_MAX_FRAME_SIZE (RFC 9113 §4.2: FRAME_SIZE_ERROR)",
+      "a 65,537-byte frame (of an unknown type, which would be ignored), one past the client's 65,536 SETTINGS_MAX_FRAME_SIZE, before a valid answer (RFC 9113 §4.2: FRAME_SIZE_ERROR)",
     expect: 502,
-    answer: (p, id) =>
-      p.write(
-        headersFrame(id, [[":status", "200"], ["content-length", "20000"]], false),
-        dataFrame(id, new Uint8Array(20_000), true),
-      ),
+    answer: (p, id) => p.write(frame(0xfa, 0, id, new Uint8Array(65_537)), ...okAnswer(id)),
   },
   violationBeforeAnswer(
     "window_overflow_connection",
