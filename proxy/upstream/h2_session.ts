@@ -58,9 +58,9 @@ const STREAM_WINDOWS_PER_CONNECTION = 16;
  * credit returned as readers take the bytes (`on-consume`: what makes the
  * connection window bound what a session holds unread; the exchanges
  * `consume` every octet of every `data` event once taken and `discard` what
- * a cancelled body held) and, unless `given` sets one, a connection window
- * of max(4 MiB, 16 stream windows): 4 MiB against the default 256 KiB
- * stream window.
+ * a cancelled body held), frames of up to {@link MAX_FRAME_SIZE} and,
+ * unless `given` sets one, a connection window of max(4 MiB, 16 stream
+ * windows): 4 MiB against the default 256 KiB stream window.
  *
  * Why that size: a reader that stalls holds at most one stream window, so
  * it takes 16 stalled readers (of a backend's typical 100 to 128 streams)
