@@ -53,6 +53,8 @@ export interface ServerSpec {
   upstream?: UpstreamProtocol;
   /** spooky: also the TCP fallback (`listen.tcp_fallback`), for the WebSocket row */
   tcpFallback?: boolean;
+  /** spooky: the checkout whose `proxy/main.ts` runs, with a trailing `/` (default: this one; `ab.ts`) */
+  root?: string;
 }
 
 /** A running server. */
@@ -213,7 +215,7 @@ ${limits}`,
   const p = await start(
     spec.name,
     Deno.execPath(),
-    ["run", "-A", ...extraArgs, `${ROOT}proxy/main.ts`, "-c", config],
+    ["run", "-A", ...extraArgs, `${spec.root ?? ROOT}proxy/main.ts`, "-c", config],
     /^Listening on .*:(\d+)$/,
   );
   return { ...p, port: Number(p.ready), spec };
