@@ -11,7 +11,7 @@
  */
 
 import { freePort } from "../support/free_port.ts";
-import { listening, type Server, spawn, spawnCaddy, stop, testSite } from "./_servers.ts";
+import { listening, runCaddy, type Server, spawn, stop, testSite } from "./_servers.ts";
 
 /** TLS of a test server: its key and certificate (PEM paths). */
 export interface TestTls {
@@ -167,19 +167,10 @@ http {
  */
 export async function startCaddyTls(tls: TestTls): Promise<Server> {
   const { dir } = await testSite();
-  const port = freePort();
-  const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-tls-" });
-  const child = await spawnCaddy(
-    conf,
-    `{
-  admin off
-  auto_https off
-  storage file_system ${conf}/data
-  servers {
-    protocols h1 h2
-  }
-}
-https://:${port} {
+  return await runCaddy(
+    "protocols h1 h2",
+    (port) =>
+      `https://:${port} {
   bind 127.0.0.1
   tls ${tls.certPath} ${tls.keyPath}
   header x-protocol {http.request.proto}
@@ -188,12 +179,4 @@ https://:${port} {
 }
 `,
   );
-  await listening(port, child, "caddy (TLS)");
-  return {
-    address: `127.0.0.1:${port}`,
-    close: async () => {
-      await stop(child);
-      await Deno.remove(conf, { recursive: true }).catch(() => {});
-    },
-  };
 }

@@ -173,37 +173,64 @@ export async function spawnCaddy(conf: string, caddyfile: string): Promise<Deno.
   }).spawn();
 }
 
-/** Caddy 2 serving the site over h2c, or over TLS (h2 by ALPN) with the given pair. */
-export async function startCaddy(
-  tls?: { keyPath: string; certPath: string },
-): Promise<Server> {
-  const { dir } = await testSite();
+/** A Caddy of {@link runCaddy}: its port and process, and `close` (stops it, removes its folder). */
+export interface CaddyProcess extends Server {
+  readonly port: number;
+  readonly child: Deno.ChildProcess;
+}
+
+/**
+ * Caddy on a free port of 127.0.0.1 with the global options every test's
+ * Caddy shares (no admin API, no automatic HTTPS, its state in a folder of
+ * its own), `servers` as the body of its `servers` block, and the site block
+ * `site(port)`; resolves once it listens.
+ */
+export async function runCaddy(
+  servers: string,
+  site: (port: number) => string,
+): Promise<CaddyProcess> {
   const port = freePort();
   const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-" });
-  const caddyfile = `{
+  const child = await spawnCaddy(
+    conf,
+    `{
   admin off
   auto_https off
   storage file_system ${conf}/data
   servers {
-    protocols ${tls ? "h1 h2" : "h1 h2c"}
+    ${servers}
   }
 }
-${tls ? "https" : "http"}://:${port} {
-  bind 127.0.0.1
-  ${tls ? `tls ${tls.certPath} ${tls.keyPath}` : ""}
-  root * ${dir}
-  file_server
-}
-`;
-  const child = await spawnCaddy(conf, caddyfile);
+${site(port)}`,
+  );
   await listening(port, child, "caddy");
   return {
     address: `127.0.0.1:${port}`,
+    port,
+    child,
     close: async () => {
       await stop(child);
       await Deno.remove(conf, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/** Caddy 2 serving the site over h2c, or over TLS (h2 by ALPN) with the given pair. */
+export async function startCaddy(
+  tls?: { keyPath: string; certPath: string },
+): Promise<Server> {
+  const { dir } = await testSite();
+  return await runCaddy(
+    `protocols ${tls ? "h1 h2" : "h1 h2c"}`,
+    (port) =>
+      `${tls ? "https" : "http"}://:${port} {
+  bind 127.0.0.1
+  ${tls ? `tls ${tls.certPath} ${tls.keyPath}` : ""}
+  root * ${dir}
+  file_server
+}
+`,
+  );
 }
 
 /** `Deno.serve` (h2c with prior knowledge): the site and `/echo`. */

@@ -11,8 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { startNginx } from "../interop/_h1_servers.ts";
-import { listening, type Server, spawnCaddy, stop } from "../interop/_servers.ts";
-import { freePort } from "../support/free_port.ts";
+import { runCaddy, type Server } from "../interop/_servers.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
@@ -64,20 +63,11 @@ async function clientCertificate(dir: string, name: string, cn: string): Promise
 /** Caddy over TLS (HTTP/2) requiring a client certificate of the test CA; `…/whoami` answers its subject. */
 async function startCaddyMutualTls(): Promise<Server> {
   const certs = await testCerts();
-  const port = freePort();
-  const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-mtls-" });
-  const child = await spawnCaddy(
-    conf,
-    `{
-  admin off
-  auto_https off
-  storage file_system ${conf}/data
-  servers {
-    # Probes name the address, requests localhost; SNI is localhost for both.
-    strict_sni_host insecure_off
-  }
-}
-https://:${port} {
+  return await runCaddy(
+    // Probes name the address, requests localhost; SNI is localhost for both.
+    "strict_sni_host insecure_off",
+    (port) =>
+      `https://:${port} {
   bind 127.0.0.1
   tls ${certs.certPath} ${certs.keyPath} {
     client_auth {
@@ -91,14 +81,6 @@ https://:${port} {
 }
 `,
   );
-  await listening(port, child, "caddy");
-  return {
-    address: `127.0.0.1:${port}`,
-    close: async () => {
-      await stop(child);
-      await Deno.remove(conf, { recursive: true }).catch(() => {});
-    },
-  };
 }
 
 Deno.test("#31.4: backend mTLS: nginx and Caddy requiring a client certificate refuse without tls.cert, answer with it; renewed on SIGHUP", async () => {

@@ -7,30 +7,20 @@
  * host of every request). Response rules apply too.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../support/free_port.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { pollUntil } from "../support/wait.ts";
-import { listening, spawnCaddy } from "../interop/_servers.ts";
+import { runCaddy } from "../interop/_servers.ts";
 
 /** Caddy over h2c with one site, `http://site.internal:<port>`, logging its requests (JSON, stderr). */
 async function startNamedSiteCaddy(): Promise<
   { address: string; log: string[]; close: () => Promise<void> }
 > {
-  const port = freePort();
-  const conf = await Deno.makeTempDir({ prefix: "spooky-caddy-host-" });
-  const child = await spawnCaddy(
-    conf,
-    `{
-  admin off
-  auto_https off
-  storage file_system ${conf}/data
-  servers {
-    protocols h1 h2c
-  }
-}
-http://site.internal:${port} {
+  const caddy = await runCaddy(
+    "protocols h1 h2c",
+    (port) =>
+      `http://site.internal:${port} {
   bind 127.0.0.1
   log {
     format json
@@ -41,18 +31,15 @@ http://site.internal:${port} {
   );
   const log: string[] = [];
   const reading = (async () => {
-    const text = child.stderr.pipeThrough(new TextDecoderStream()).pipeThrough(lines());
+    const text = caddy.child.stderr.pipeThrough(new TextDecoderStream()).pipeThrough(lines());
     for await (const line of text) log.push(line);
   })();
-  await listening(port, child, "caddy");
   return {
-    address: `127.0.0.1:${port}`,
+    address: caddy.address,
     log,
     close: async () => {
-      child.kill("SIGTERM");
-      await child.status;
+      await caddy.close();
       await reading;
-      await Deno.remove(conf, { recursive: true }).catch(() => {});
     },
   };
 }
