@@ -7,7 +7,12 @@
  * connection, and spooky's rate over Caddy's and the floor's (medians).
  *
  *     deno run -A bench/burst.ts [--total 400] [--waves 50,200] [--rounds 3]
- *                                [--servers floor,spooky,caddy] [--profile]
+ *                                [--gap 0] [--servers floor,spooky,caddy] [--profile]
+ *
+ * `--gap MS` waits that long before each burst (bursts with quiet spells
+ * between them, as a server meets them). Each burst's line also gives the
+ * server's CPU by thread, the UDP datagrams per connection (both peers')
+ * and the server's resident memory at its end.
  *
  * Every connection comes from 127.0.0.1 and spooky runs with its default
  * limits: a burst from one address (a NAT, a load test) must not be shed.
@@ -26,9 +31,9 @@ import { parseArgs } from "node:util";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
 import { median } from "../shared/stats.ts";
 import { H3TestClient } from "../examples/h3_client.ts";
-import { parseSnmpRcvbufErrors } from "../proxy/quic/udp_stats.ts";
+import { parseSnmpRcvbufErrors, parseSnmpUdp } from "../proxy/quic/udp_stats.ts";
 import { printProfileDir } from "./analyze_profile.ts";
-import { cpuSnapshot } from "./load.ts";
+import { cpuPerRequest, cpuSnapshot } from "./load.ts";
 import {
   type Env,
   has,
@@ -45,18 +50,39 @@ function readUdpRcvbufErrors(): number {
   return parseSnmpRcvbufErrors(Deno.readTextFileSync("/proc/net/snmp")) ?? 0;
 }
 
+/** UDP datagrams the host has sent so far, both peers' (`/proc/net/snmp` `OutDatagrams`). */
+function readUdpOut(): number {
+  return parseSnmpUdp(Deno.readTextFileSync("/proc/net/snmp"), "OutDatagrams") ?? 0;
+}
+
 /** One burst: `total` connections in waves of `wave`, each with one GET. */
 interface BurstResult {
   connPerS: number;
   failed: number;
   cpuUsPerConn: number;
+  /** CPU µs per connection by thread group (`main`, the runtime's workers). */
+  threads: Record<string, number>;
   rcvbufErrors: number;
+  /** UDP datagrams per connection, both directions. */
+  datagramsPerConn: number;
+  /** The server's resident memory at the end of the burst (MiB). */
+  rssMiB: number;
+}
+
+/** A process's resident memory (MiB; NaN once it is gone). */
+function residentMiB(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 async function burst(s: Server, ca: string, total: number, wave: number): Promise<BurstResult> {
-  const ticks = 1e6 / 100; // µs per clock tick (USER_HZ 100)
-  const cpu0 = cpuSnapshot(s.pid).total;
+  const cpu0 = cpuSnapshot(s.pid);
   const drops0 = readUdpRcvbufErrors();
+  const out0 = readUdpOut();
   let failed = 0;
   let ok = 0;
   const t0 = performance.now();
@@ -81,13 +107,21 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
     }));
   }
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = (cpuSnapshot(s.pid).total - cpu0) * ticks;
+  const cpu = cpuPerRequest(cpu0, cpuSnapshot(s.pid), ok);
   return {
     connPerS: ok / seconds,
     failed,
-    cpuUsPerConn: cpu / Math.max(1, ok),
+    cpuUsPerConn: cpu.totalUs,
+    threads: cpu.threads,
     rcvbufErrors: readUdpRcvbufErrors() - drops0,
+    datagramsPerConn: (readUdpOut() - out0) / Math.max(1, ok + failed),
+    rssMiB: residentMiB(s.pid),
   };
+}
+
+/** `main 900, tokio-runtime-worker 400`: CPU µs per connection by thread group. */
+function byThread(threads: Record<string, number>): string {
+  return Object.entries(threads).map(([group, us]) => `${group} ${us.toFixed(0)}`).join(", ");
 }
 
 /** The ratio of the medians of `a` over `b`, for one figure of the results. */
@@ -102,6 +136,7 @@ async function main(): Promise<number> {
       total: { type: "string", default: "400" },
       waves: { type: "string", default: "50,200" },
       rounds: { type: "string", default: "3" },
+      gap: { type: "string", default: "0" },
       servers: { type: "string", default: "floor,spooky,caddy" },
       profile: { type: "boolean", default: false },
     },
@@ -109,6 +144,7 @@ async function main(): Promise<number> {
   const total = Number(values.total);
   const waves = values.waves!.split(",").map(Number);
   const rounds = Number(values.rounds);
+  const gapMs = Number(values.gap);
   let names = values.profile
     ? ["spooky"]
     : values.servers!.split(",").map((n) => n.trim()).filter(Boolean);
@@ -139,12 +175,17 @@ async function main(): Promise<number> {
         // Each server goes first once in a while: none always meets a host still busy with another.
         const order = servers.map((_, i) => servers[(i + r) % servers.length]);
         for (const s of order) {
+          if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
           const res = await burst(s, ca, total, wave);
           by.set(s.spec.name, [...(by.get(s.spec.name) ?? []), res]);
           console.log(
             `wave ${wave} round ${r + 1} ${s.spec.name}: ${res.connPerS.toFixed(0)} conn/s, ` +
               `${res.failed} failed, ${res.cpuUsPerConn.toFixed(0)} µs CPU/conn, ` +
-              `${res.rcvbufErrors} UDP receive-buffer drops`,
+              `${res.rcvbufErrors} UDP receive-buffer drops, ${
+                res.datagramsPerConn.toFixed(1)
+              } datagrams/conn, ${res.rssMiB.toFixed(0)} MiB resident; by thread: ${
+                byThread(res.threads)
+              }`,
           );
         }
       }

@@ -13,7 +13,7 @@ import {
   DEFAULT_ADMISSION_LIMITS,
   type Shed,
 } from "./admission.ts";
-import { fullGc } from "./full_gc.ts";
+import { fullGc, requestMajorGc } from "./full_gc.ts";
 import { ChurnCollector, mallocTrim } from "./memory_release.ts";
 import { type GateCandidate, passHandshakeGate } from "./handshake_gate.ts";
 import { H3Code } from "../h3/errors.ts";
@@ -52,12 +52,18 @@ export interface ListenQuicOptions {
   /** Injected clock for the handshake deadlines (ms; default `performance.now`). */
   now?: () => number;
   /**
-   * A full garbage collection, asked for after every `gcAfterClosed`
-   * closed connections (at most once a second): each connection's native
-   * state is freed only when V8 collects its object (see `full_gc.ts`).
-   * Default: `fullGc()` (`full_gc.ts`); nothing when the runtime offers none.
+   * A full garbage collection, run once a churn of closed connections has
+   * passed, and during it when a requested one freed nothing: each
+   * connection's native state is freed only when V8 collects its object (see
+   * `full_gc.ts`, `memory_release.ts`). Default: `fullGc()`; nothing when the
+   * runtime offers none.
    */
   collectGarbage?: () => void;
+  /**
+   * Asks for a regular collection, after every `gcAfterClosed` closed
+   * connections (at most once a second). Default: `requestMajorGc()`.
+   */
+  requestCollection?: () => void;
   /** Closed connections (handshakes included) between collections (default 1000). */
   gcAfterClosed?: number;
   /**
@@ -185,13 +191,14 @@ export class DenoQuicListener implements DenoQuicTransport {
     this.#table = table;
     this.#collector = new ChurnCollector({
       collectGarbage: opts.collectGarbage ?? fullGc(),
+      requestCollection: opts.requestCollection ?? requestMajorGc,
       releaseMemory: reportedRelease(opts.releaseMemory ?? mallocTrim()),
       gcAfterClosed: opts.gcAfterClosed ?? 1000,
       lingerMs: limits.handshakeTimeoutMs + 1000,
       drained: () => table.handshakes <= limits.maxHandshakes / 16,
       now,
       onStep: (step, ms) =>
-        log.debug("full garbage collection ({step} of a churn of closed connections): {ms} ms", {
+        log.debug("garbage collection ({step} of a churn of closed connections): {ms} ms", {
           step,
           ms: Math.round(ms),
         }),
@@ -343,7 +350,7 @@ export class DenoQuicListener implements DenoQuicTransport {
     if (result.admitted === undefined) {
       closeQuietly(conn, H3Code.EXCESSIVE_LOAD, "too many connections from this address");
       this.#reject(result.reason);
-      this.#collector.closed();
+      this.#collector.closed(conn);
       return;
     }
     this.#shed(result.shed);
@@ -353,7 +360,7 @@ export class DenoQuicListener implements DenoQuicTransport {
     }
     const release = () => {
       table.closed(entry);
-      this.#collector.closed();
+      this.#collector.closed(conn);
     };
     conn.closed.then(release, release);
     conn.handshake.then(

@@ -5,28 +5,42 @@
  *
  * 1. Each accepted connection's native state is freed only when V8 collects
  *    its JavaScript object (`full_gc.ts`), and a flood makes no JavaScript
- *    garbage that would bring a collection: hence a full collection after
- *    every `gcAfterClosed` closed connections.
+ *    garbage that would bring a collection: hence a collection after every
+ *    `gcAfterClosed` closed connections.
  * 2. What the runtime frees stays in glibc's malloc arenas (one per thread
  *    that allocated): after the flood, 244 MB held by the allocator, 9.6 MB
  *    of it in use, the V8 heap at 9 MB, and a full collection freed nothing
  *    more. `malloc_trim(0)` hands those free pages back: 266 → 69 MiB.
  *
- * So {@link ChurnCollector} runs a full collection during the churn (at most
- * once a second) and, once the churn has passed (fewer than a tenth of
- * `gcAfterClosed` closes in a second), one more collection and
- * `malloc_trim(0)`; then, when handshakes were still held at the end of the
- * churn (they pin much of the rest), the same again once they have met their
- * deadline (`drained()`, or `lingerMs` at the latest). Trimming a few hundred MB takes
- * 50-500 ms (on its own thread), so it runs twice per churn, never during it.
+ * So {@link ChurnCollector} has V8 collect during the churn (at most once a
+ * second) and once more when it has passed (fewer than a tenth of
+ * `gcAfterClosed` closes in a second). Once it has been quiet for
+ * `releaseAfterQuietMs` (5 s), it runs a full collection and
+ * `malloc_trim(0)`; then, when handshakes were still held (they pin much of
+ * the rest), the same again once they have met their deadline (`drained()`,
+ * or `lingerMs` at the latest). Trimming a few hundred MB takes 50-500 ms (on
+ * its own thread), so it runs twice per churn, never during it. It waits
+ * for a quiet spell because the pages it gives back are faulted in again
+ * by the next burst: measured, bursts of 800 served connections 4 s apart
+ * cost 1,750-2,450 µs of CPU per connection with a release 1 s after each,
+ * 1,100-1,550 without it.
+ *
+ * During the churn it asks for a regular collection (`requestCollection`,
+ * `requestMajorGc()`: incremental and mostly on V8's worker threads) rather
+ * than running the full low-memory one (`collectGarbage`, `fullGc()`), which
+ * cost 200 ms of the main thread per 1,000 connections of a burst of served
+ * connections, a tenth of their CPU, and gave back pages the burst faulted
+ * in again. A requested collection proves itself by the closed connections
+ * it frees (a `FinalizationRegistry` sees them go): when the last request
+ * freed none, the next step runs the full collection instead. Before
+ * `malloc_trim` the full one runs, as the trim must come after it.
  *
  * Connections that were served count too, though they leave JavaScript
  * garbage that brings V8's own collections: those come too late for their
  * native state. Tried and measured: with only unserved closes counted, a
- * burst of 4,000 served connections cost 22% less CPU per connection but
- * held 387 MiB at its end (320 at the peak with the collections), and the
- * frame fuzz (7,500 short-lived connections in 12 s) grew the proxy by 180
- * MiB instead of staying flat.
+ * burst of 4,000 served connections held 387 MiB at its end (320 at the
+ * peak with the collections), and the frame fuzz (7,500 short-lived
+ * connections in 12 s) grew the proxy by 180 MiB instead of staying flat.
  *
  * @module
  */
@@ -53,8 +67,13 @@ export function mallocTrim(): (() => Promise<void>) | undefined {
 
 /** Options of {@link ChurnCollector}. */
 export interface ChurnCollectorOptions {
-  /** A full garbage collection (`fullGc()`); none: nothing is collected. */
+  /** A full garbage collection, here and now (`fullGc()`); none: nothing is collected. */
   collectGarbage?: () => void;
+  /**
+   * Asks for a regular collection that completes soon after
+   * (`requestMajorGc()`); none: `collectGarbage` runs during the churn too.
+   */
+  requestCollection?: () => void;
   /**
    * Hands freed memory back to the kernel (`mallocTrim()`), perhaps in the
    * background; it reports its own failure (a rejection is dropped here).
@@ -71,12 +90,20 @@ export interface ChurnCollectorOptions {
   now: () => number;
   /** How often a churn is checked for having passed, and the shortest gap between collections (ms; default 1000). */
   periodMs?: number;
+  /**
+   * How long the churn must have passed before memory is given back (ms;
+   * default 5000): bursts that come back sooner keep what they use.
+   */
+  releaseAfterQuietMs?: number;
   /** Told after each step, with what it was and how long it took (logs). */
   onStep?(step: Step, ms: number): void;
 }
 
-/** A step of {@link ChurnCollector}: during a churn, at its end, and `lingerMs` after it. */
-export type Step = "collect" | "settle" | "linger";
+/**
+ * A step of {@link ChurnCollector}: during a churn (a collection requested,
+ * or a full one), at its end, and `lingerMs` after it.
+ */
+export type Step = "request" | "collect" | "settle" | "linger";
 
 /**
  * Counts closed connections and collects after a churn of them (see the
@@ -94,7 +121,7 @@ export type Step = "collect" | "settle" | "linger";
  *   lingerMs: 11_000,
  *   now: () => performance.now(),
  * });
- * collector.closed(); // for every closed connection
+ * collector.closed(conn); // for every closed connection
  * collector.stop(); // with the transport
  * ```
  */
@@ -106,10 +133,17 @@ export class ChurnCollector {
   /** Closed connections in all, and at the last check for the churn's end. */
   #closedTotal = 0;
   #closedAtCheck = 0;
+  /** When the last check saw the churn still going (ms), and whether what it left was collected since. */
+  #lastBusy = 0;
+  #leftoversCollected = false;
   /** `churning`: checked every second for its end; `lingering`: the second release is due. */
   #state: "idle" | "churning" | "lingering" = "idle";
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
+  /** Closed connections collected since the last requested collection, and whether one is pending. */
+  #collectedSinceRequest = 0;
+  #requested = false;
+  readonly #collected = new FinalizationRegistry<undefined>(() => this.#collectedSinceRequest++);
 
   /** A collector; nothing happens before {@link closed} counts a churn. */
   constructor(opts: ChurnCollectorOptions) {
@@ -122,18 +156,24 @@ export class ChurnCollector {
     return this.#state;
   }
 
-  /** One connection (or handshake) closed. */
-  closed(): void {
+  /**
+   * One connection (or handshake) closed; `connection`, its object, is
+   * watched for its collection (the proof that a requested one ran).
+   */
+  closed(connection?: object): void {
     this.#closedTotal++;
+    if (connection !== undefined) this.#collected.register(connection, undefined);
     if (++this.#closedSinceGc < this.#opts.gcAfterClosed) return;
     const t = this.#opts.now();
     if (t - this.#lastGc < this.#period) return;
     this.#closedSinceGc = 0;
     this.#lastGc = t;
-    this.#run("collect", () => this.#opts.collectGarbage?.());
+    this.#collect();
     if (this.#state !== "churning" && !this.#stopped) {
       this.#state = "churning";
       this.#closedAtCheck = this.#closedTotal;
+      this.#lastBusy = t;
+      this.#leftoversCollected = false;
       this.#arm(this.#period, () => this.#check());
     }
   }
@@ -155,13 +195,37 @@ export class ChurnCollector {
     Deno.unrefTimer(this.#timer);
   }
 
-  /** Every period during a churn: has it passed? Then collect and release. */
+  /**
+   * Every period during a churn: has it passed? Its connections are
+   * collected at once (a request), and once it has been quiet for
+   * `releaseAfterQuietMs`, memory is given back.
+   */
   #check(): void {
     const recent = this.#closedTotal - this.#closedAtCheck;
     this.#closedAtCheck = this.#closedTotal;
+    const now = this.#opts.now();
+    const quietFor = now - this.#lastBusy;
     if (recent >= this.#opts.gcAfterClosed / 10) {
-      return this.#arm(this.#period, () => this.#check());
+      this.#lastBusy = now;
+      this.#leftoversCollected = false;
+    } else if (quietFor < (this.#opts.releaseAfterQuietMs ?? 5000)) {
+      // What the churn left is collected now; its pages stay for a while.
+      if (!this.#leftoversCollected) {
+        this.#leftoversCollected = true;
+        if (this.#closedSinceGc > 0) {
+          this.#closedSinceGc = 0;
+          this.#lastGc = now;
+          this.#collect();
+        }
+      }
+    } else {
+      return this.#settle();
     }
+    this.#arm(this.#period, () => this.#check());
+  }
+
+  /** The churn has been quiet long enough: a full collection and memory given back. */
+  #settle(): void {
     this.#release("settle");
     if (this.#opts.drained?.()) {
       this.#state = "idle"; // nothing left to wait for: one release was enough
@@ -181,7 +245,21 @@ export class ChurnCollector {
     this.#state = "idle";
   }
 
+  /** During a churn: a collection requested, or a full one when the last request freed nothing. */
+  #collect(): void {
+    const request = this.#opts.requestCollection;
+    if (request !== undefined && (!this.#requested || this.#collectedSinceRequest > 0)) {
+      this.#requested = true;
+      this.#collectedSinceRequest = 0;
+      this.#run("request", request);
+    } else {
+      this.#requested = false;
+      this.#run("collect", () => this.#opts.collectGarbage?.());
+    }
+  }
+
   #release(step: "settle" | "linger"): void {
+    this.#requested = false;
     this.#closedSinceGc = 0;
     this.#lastGc = this.#opts.now();
     this.#run(step, () => {

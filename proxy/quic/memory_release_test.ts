@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ChurnCollector, mallocTrim } from "./memory_release.ts";
 import { sleep } from "../../tests/support/wait.ts";
+import { fullGc } from "./full_gc.ts";
 
 /** A collector checking every 200 ms (1 s in the transport). */
 function collector(drained: () => boolean, lingerMs = 60_000) {
@@ -13,6 +14,7 @@ function collector(drained: () => boolean, lingerMs = 60_000) {
     drained,
     now: () => performance.now(),
     periodMs: 200,
+    releaseAfterQuietMs: 400,
   });
   return { c, counts };
 }
@@ -27,7 +29,7 @@ Deno.test("#35.5: a churn of closed connections is collected during it, released
     c.closed(); // the 10th
     assert.deepEqual(counts, { gcs: 1, releases: 0 });
     assert.equal(c.state, "churning");
-    await sleep(700); // a quiet period: the churn has passed (seen within 200-400 ms)
+    await sleep(700); // quiet for 400 ms: seen within 400-600 ms
     assert.deepEqual(counts, { gcs: 2, releases: 1 });
     assert.equal(c.state, "lingering");
     await sleep(600); // the handshakes it left are still held
@@ -87,6 +89,76 @@ Deno.test("#35.5: a churn that leaves nothing held is released once", async () =
     assert.equal(c.state, "idle");
     await sleep(600);
     assert.equal(counts.releases, 1);
+  } finally {
+    c.stop();
+  }
+});
+
+Deno.test("#35.7: during a churn a collection is requested; when the last one freed no connection, the full one runs", async () => {
+  const counts = { requests: 0, gcs: 0 };
+  let now = 0;
+  const c = new ChurnCollector({
+    collectGarbage: () => counts.gcs++,
+    requestCollection: () => counts.requests++,
+    gcAfterClosed: 10,
+    lingerMs: 60_000,
+    now: () => now,
+    periodMs: 100_000, // the churn's end is never seen during the test
+  });
+  const held: object[] = []; // never collected: the requests free nothing
+  const closeTen = () => {
+    for (let i = 0; i < 10; i++) {
+      const conn = {};
+      held.push(conn);
+      c.closed(conn);
+    }
+    now += 200_000;
+  };
+  try {
+    closeTen();
+    assert.deepEqual(counts, { requests: 1, gcs: 0 });
+    closeTen(); // the request freed nothing: collected here and now
+    assert.deepEqual(counts, { requests: 1, gcs: 1 });
+    closeTen();
+    assert.deepEqual(counts, { requests: 2, gcs: 1 });
+    // This time the closed connections go: a collection frees them.
+    held.length = 0;
+    for (let i = 0; i < 20; i++) {
+      fullGc()!();
+      await sleep(10);
+    }
+    closeTen(); // the last request was seen to work: another request
+    assert.deepEqual(counts, { requests: 3, gcs: 1 });
+  } finally {
+    c.stop();
+  }
+});
+
+Deno.test("#35.7: what a churn left is collected as soon as it passed; memory goes back only after a quiet spell", async () => {
+  const counts = { requests: 0, gcs: 0, releases: 0 };
+  const c = new ChurnCollector({
+    collectGarbage: () => counts.gcs++,
+    requestCollection: () => counts.requests++,
+    releaseMemory: () => void counts.releases++,
+    gcAfterClosed: 10,
+    lingerMs: 60_000,
+    drained: () => true,
+    now: () => performance.now(),
+    periodMs: 100,
+    releaseAfterQuietMs: 1000,
+  });
+  try {
+    for (let i = 0; i < 15; i++) c.closed(); // a request at the 10th; 5 left
+    assert.deepEqual(counts, { requests: 1, gcs: 0, releases: 0 });
+    await sleep(450); // passed: its leftovers collected (the request freed nothing: a full one)
+    assert.deepEqual(counts, { requests: 1, gcs: 1, releases: 0 });
+    await sleep(300);
+    for (let i = 0; i < 3; i++) c.closed(); // it comes back before 1 s of quiet
+    await sleep(300); // passed again: its leftovers requested (the last full one worked)
+    assert.deepEqual(counts, { requests: 2, gcs: 1, releases: 0 });
+    await sleep(1000); // 1 s quiet: a full collection and the release
+    assert.deepEqual(counts, { requests: 2, gcs: 2, releases: 1 });
+    assert.equal(c.state, "idle");
   } finally {
     c.stop();
   }

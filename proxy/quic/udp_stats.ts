@@ -26,11 +26,16 @@ export { WANTED_RECEIVE_BUFFER };
  * host since boot), or `undefined` when absent.
  */
 export function parseSnmpRcvbufErrors(snmp: string): number | undefined {
+  return parseSnmpUdp(snmp, "RcvbufErrors");
+}
+
+/** One counter of the `Udp:` lines of `/proc/net/snmp` (`OutDatagrams`, ...), or `undefined`. */
+export function parseSnmpUdp(snmp: string, counter: string): number | undefined {
   const lines = snmp.split("\n").filter((l) => l.startsWith("Udp: "));
   if (lines.length < 2) return undefined;
   const names = lines[0].trim().split(/\s+/);
   const values = lines[1].trim().split(/\s+/);
-  const i = names.indexOf("RcvbufErrors");
+  const i = names.indexOf(counter);
   return i < 1 ? undefined : Number(values[i]);
 }
 
