@@ -8,6 +8,10 @@
  *
  *     deno run -A bench/burst.ts [--total 400] [--waves 50,200] [--rounds 3]
  *                                [--gap 0] [--servers floor,spooky,caddy] [--profile]
+ *                                [--base REV]
+ *
+ * `--base REV` adds `spooky@REV`: spooky as of that commit (a temporary git
+ * worktree), for a before/after in the same rounds.
  *
  * `--gap MS` waits that long before each burst (bursts with quiet spells
  * between them, as a server meets them). Each burst's line also gives the
@@ -37,6 +41,7 @@ import { cpuPerRequest, cpuSnapshot } from "./load.ts";
 import {
   type Env,
   has,
+  run,
   type Server,
   serverSpecs,
   startBackend,
@@ -139,6 +144,7 @@ async function main(): Promise<number> {
       gap: { type: "string", default: "0" },
       servers: { type: "string", default: "floor,spooky,caddy" },
       profile: { type: "boolean", default: false },
+      base: { type: "string" },
     },
   });
   const total = Number(values.total);
@@ -157,11 +163,20 @@ async function main(): Promise<number> {
   const ca = await Deno.readTextFile(certs.caPath);
   const be = await startBackend();
   const env: Env = { tmp, certs, backendPort: be.port };
+  const specs = serverSpecs(names);
+  const baseTree = `${tmp}/base`;
+  if (values.base) {
+    const added = await run("git", ["worktree", "add", "--detach", baseTree, values.base]);
+    if (added.code !== 0) {
+      throw new Error(`git worktree add ${values.base}: ${added.stderr.trim()}`);
+    }
+    specs.push({ name: `spooky@${values.base}`, kind: "spooky", root: `${baseTree}/` });
+  }
   const servers: Server[] = [];
   // outside tmp, which is removed at the end: the profile is kept
   const profileDir = values.profile ? await Deno.makeTempDir({ prefix: "spooky-profile-" }) : null;
   try {
-    for (const spec of serverSpecs(names)) {
+    for (const spec of specs) {
       servers.push(
         profileDir === null
           ? await startServer(env, spec)
@@ -212,6 +227,7 @@ async function main(): Promise<number> {
   } finally {
     for (const s of servers) await stop(s);
     await stop(be);
+    if (values.base) await run("git", ["worktree", "remove", "--force", baseTree]);
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
   return 0;
