@@ -13,6 +13,7 @@ import { startBackend } from "../support/backend.ts";
 import { connectH3, H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead } from "../support/faults.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { sleep, withTimeout } from "../support/wait.ts";
 
 /** Connects from `source`; resolves with the open connection, or `undefined` when turned away. */
@@ -70,12 +71,6 @@ Deno.test("#25.7: with address_prefix_v4 24, two addresses of one /24 share max_
   }
 });
 
-/** The value of a metric line (`name value`) in a /metrics text, or `undefined`. */
-function metric(text: string, name: string): number | undefined {
-  const m = new RegExp(`^${name} (\\d+)$`, "m").exec(text);
-  return m ? Number(m[1]) : undefined;
-}
-
 Deno.test("#35.7: 200 simultaneous connections from one address, one GET each, three rounds: none fails with the default limits", async () => {
   const be = startBackend("b");
   const proxy = await startProxy(faultConfig([be.address], {
@@ -102,13 +97,13 @@ Deno.test("#35.7: 200 simultaneous connections from one address, one GET each, t
         }
       }));
     }
-    const text = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+    const text = await scrapeMetrics(proxy.adminPort!);
     const shed = [...text.matchAll(/^spooky_connections_rejected_total\{reason="(\w+)"\} (\d+)$/gm)]
       .filter((m) => m[2] !== "0").map((m) => `${m[1]}=${m[2]}`);
     assert.deepEqual(failures, [], `failed: ${failures.length} of 600; shed: ${shed.join(" ")}`);
     assert.deepEqual(shed, []);
     // The socket's receive buffer: raised at startup, reported in the log and in /metrics.
-    const bytes = metric(text, "spooky_quic_receive_buffer_bytes");
+    const bytes = metricValue(text, "spooky_quic_receive_buffer_bytes");
     assert.ok(bytes !== undefined && bytes > 0, "spooky_quic_receive_buffer_bytes");
     const report = proxy.stderr.find((l) => /the QUIC socket's UDP receive buffer is/.test(l));
     assert.ok(report, proxy.stderr.join("\n"));

@@ -13,6 +13,7 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead } from "../support/faults.ts";
 import { msUntil } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 const N = 50;
 
@@ -36,7 +37,7 @@ function hangingBackend() {
 }
 
 async function activeStreams(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const m = /^spooky_active_streams (\d+)/m.exec(text);
   assert.ok(m, "spooky_active_streams in /metrics");
   return Number(m[1]);

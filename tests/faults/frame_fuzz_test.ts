@@ -48,6 +48,7 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, isAlive, mib, rssBytes } from "../support/faults.ts";
 import { sleep, withTimeout } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 10_000);
 /** RSS is sampled after this many cases (measured: it plateaus by ~2,000). */
@@ -86,7 +87,7 @@ const SHED_RETRIES = 3;
 
 /** `spooky_connections_rejected_total{reason="handshake_timeout"}` of the proxy. */
 async function handshakesShedForTime(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const line = /^spooky_connections_rejected_total\{reason="handshake_timeout"\} (\d+)$/m.exec(
     text,
   );

@@ -10,9 +10,10 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead } from "../support/faults.ts";
 import { sleep, withTimeout } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 async function reclaimed(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   return Number(
     /^spooky_connections_rejected_total\{reason="idle_reclaim"\} (\d+)$/m.exec(text)?.[1],
   );

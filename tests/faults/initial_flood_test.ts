@@ -19,6 +19,7 @@ import { floodInitials, spreadSources } from "../support/initial_flood.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
 import { pollUntil, sleep, withTimeout } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 const RATE = Number(Deno.env.get("FLOOD_RATE") ?? 200);
 const SECONDS = Number(Deno.env.get("FLOOD_SECONDS") ?? 6);
@@ -35,7 +36,7 @@ async function cpuMs(pid: number): Promise<number> {
 }
 
 async function rejected(adminPort: number): Promise<Map<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const out = new Map<string, number>();
   for (const m of text.matchAll(/^spooky_connections_rejected_total\{reason="(\w+)"\} (\d+)$/gm)) {
     out.set(m[1], Number(m[2]));
@@ -143,7 +144,7 @@ Deno.test("#24.3: legitimate handshakes complete during a spoofed-Initial flood;
       `${completed} of ${times.length} legitimate handshakes completed during the flood`,
     );
     assert.ok(served >= Math.ceil(gets / 2), `${served} of ${gets} GETs served`);
-    const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+    const text = await scrapeMetrics(admin);
     assert.match(text, /^spooky_quic_handshakes \d+$/m);
     assert.ok(
       shed("handshakes") + shed("handshake_timeout") > 0,
@@ -169,7 +170,7 @@ interface FloodOutcome {
 
 /** The QUIC socket's receive buffer as `/metrics` shows it. */
 async function receiveBufferBytes(adminPort: number): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const m = /^spooky_quic_receive_buffer_bytes (\d+)$/m.exec(text);
   return m ? Number(m[1]) : undefined;
 }

@@ -24,6 +24,7 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { type ProxyProcess, startProxy, testCerts } from "../support/proxy_process.ts";
 import { isAlive, tcpFallbackConfig } from "../support/faults.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { sleep } from "../support/wait.ts";
 import { closeAll, closedWithin, connect } from "../support/tcp.ts";
 
@@ -74,10 +75,9 @@ async function h3Status(client: H3TestClient): Promise<number> {
 
 /** One sample of the proxy's `/metrics`, e.g. `tcp_connections_rejected_total{listener="admin",reason="max_connections"}`. */
 async function metric(proxy: ProxyProcess, series: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`spooky_${series} `));
-  assert.ok(line, `no spooky_${series} in /metrics`);
-  return Number(line.split(" ")[1]);
+  const value = metricValue(await scrapeMetrics(proxy.adminPort!), `spooky_${series}`);
+  assert.ok(value !== undefined, `no spooky_${series} in /metrics`);
+  return value;
 }
 
 /** Opens `n` plain TCP connections to `port` (nothing sent); the ones the kernel refused are not kept. */

@@ -18,33 +18,19 @@
  */
 import assert from "node:assert/strict";
 import { startBackend } from "../support/backend.ts";
-import { type ProxyProcess, startProxy, testCerts } from "../support/proxy_process.ts";
+import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { tcpFallbackConfig } from "../support/faults.ts";
 import { closeAll, connect, listeningPorts } from "../support/tcp.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { sleep } from "../support/wait.ts";
 
 const enc = new TextEncoder();
 
-/** `/metrics` of the proxy on a connection of its own (a shed one must not be reused). */
-async function metricsText(proxy: ProxyProcess): Promise<string> {
-  const client = Deno.createHttpClient({});
-  try {
-    const res = await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`, {
-      client,
-      signal: AbortSignal.timeout(10_000),
-    });
-    assert.equal(res.status, 200);
-    return await res.text();
-  } finally {
-    client.close();
-  }
-}
-
 /** One sample of `/metrics`, e.g. `tcp_connections_open{listener="admin"}`. */
 function sample(text: string, series: string): number {
-  const line = text.split("\n").find((l) => l.startsWith(`spooky_${series} `));
-  assert.ok(line, `no spooky_${series} in /metrics`);
-  return Number(line.split(" ")[1]);
+  const value = metricValue(text, `spooky_${series}`);
+  assert.ok(value !== undefined, `no spooky_${series} in /metrics`);
+  return value;
 }
 
 /**
@@ -167,7 +153,7 @@ Deno.test("#35.6: stalled TLS handshakes and trickling heads fill the TCP fallba
     });
     assert.equal(res.status, 200);
     await res.body?.cancel();
-    const text = await metricsText(proxy);
+    const text = await scrapeMetrics(proxy.adminPort!);
     const shed = sample(
       text,
       `tcp_connections_rejected_total{listener="tcp_fallback",reason="shed"}`,
@@ -201,7 +187,7 @@ Deno.test("#35.3: 150 connections straight to the TCP fallback's internal TLS li
     }
     let text = "";
     for (let i = 0; i < 50; i++) {
-      text = await metricsText(proxy);
+      text = await scrapeMetrics(proxy.adminPort!);
       const n = sample(
         text,
         `tcp_connections_rejected_total{listener="tcp_fallback",reason="not_relayed"}`,
@@ -221,7 +207,7 @@ Deno.test("#35.3: 150 connections straight to the TCP fallback's internal TLS li
     // They leave: the count follows.
     closeAll(conns);
     for (let i = 0; i < 100; i++) {
-      text = await metricsText(proxy);
+      text = await scrapeMetrics(proxy.adminPort!);
       if (sample(text, `tcp_connections_open{listener="tcp_fallback"}`) === 0) break;
       await sleep(100);
     }

@@ -20,6 +20,7 @@ import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { needs } from "../support/tools.ts";
 import { pollUntil, withTimeout } from "../support/wait.ts";
 import { WsFrameReader, wsText } from "../support/websocket_frames.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 import { startDenoWsEcho, startPythonWsEcho } from "../interop/_ws_servers.ts";
 
 const enc = new TextEncoder();
@@ -115,8 +116,7 @@ ${pool("python", python.address)}
     const client = await connect();
     const open = (path: string, early?: Uint8Array) =>
       client.connectWebSocket({ authority: `localhost:${proxy.port}`, path, early });
-    const metrics = async () =>
-      await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+    const metrics = async () => await scrapeMetrics(proxy.adminPort!);
     try {
       // A 200 where a 101 belongs, and a 101 with the wrong accept: 502, nothing sent.
       for (const name of ["ok200", "accept"]) {

@@ -16,6 +16,7 @@ import { startProxy } from "../support/proxy_process.ts";
 import { type RelayedDatagram, startUdpRelay, type UdpRelay } from "../support/udp_relay.ts";
 import { faultConfig } from "../support/faults.ts";
 import { sleep, withTimeout } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 /** One request the backend received, and when. */
 interface Seen {
@@ -89,7 +90,7 @@ async function until(ready: () => boolean | Promise<boolean>, ms: number, what: 
 }
 
 async function rejectedFor(adminPort: number, reason: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const m = new RegExp(`^spooky_connections_rejected_total\\{reason="${reason}"\\} (\\d+)$`, "m")
     .exec(text);
   return Number(m?.[1] ?? NaN);

@@ -18,6 +18,7 @@ import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { needs } from "../support/tools.ts";
 import { sleep } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 import { type Server, startCaddy, startDenoServe, startPayments, testSite } from "./_servers.ts";
 import {
   startCaddyTls,
@@ -214,7 +215,7 @@ ${pools}
       }
       assert.doesNotMatch(proxy.stderr.join("\n"), /health check failed/);
       // /metrics tells the protocols apart: each address's connections under the one it speaks.
-      const metrics = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+      const metrics = await scrapeMetrics(proxy.adminPort!);
       const opened = (server: string, protocol: string) =>
         Number(
           metrics.match(

@@ -24,6 +24,7 @@ import {
   WsOpcode,
   wsText,
 } from "../support/websocket_frames.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 import type { Server } from "./_servers.ts";
 import { startDenoWsEcho, startNodeH2WsEcho, startPythonWsEcho } from "./_ws_servers.ts";
 
@@ -123,8 +124,7 @@ ${pools}
       const deno = servers.deno as Server & { keys: string[] };
       assert.match(deno.keys[0], /^[A-Za-z0-9+/]{22}==$/, "the proxy made a key for HTTP/1.1");
       // Counted per pool once closed, and logged.
-      const metrics = async () =>
-        await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+      const metrics = async () => await scrapeMetrics(proxy.adminPort!);
       await pollUntil(async () =>
         /spooky_pool_websocket_sessions_total\{pool="node",outcome="closed"\} 1/.test(
           await metrics(),

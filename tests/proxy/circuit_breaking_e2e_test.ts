@@ -14,6 +14,7 @@ import { freePort } from "../support/free_port.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { pollUntil } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 Deno.test("#30.2: max_inflight and max_pending: past them 503 overloaded at once, counted per backend; ejection still works", async () => {
   const release = Promise.withResolvers<void>();
@@ -41,8 +42,7 @@ admin: {port: 0}
 `);
   const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
   const get = (path: string) => client.request({ head: getHead(path, proxy.port) });
-  const metrics = async () =>
-    await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+  const metrics = async () => await scrapeMetrics(proxy.adminPort!);
   const sample = (text: string, series: string) =>
     Number(text.split("\n").find((l) => l.startsWith(series + " "))?.split(" ").pop() ?? NaN);
 

@@ -12,6 +12,7 @@ import { startBackend } from "../support/backend.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { pollUntil } from "../support/wait.ts";
 
 const KEY_1 = "key-one-0123456789abcdef";
@@ -58,13 +59,8 @@ admin: {port: 0}
     claims: Record<string, unknown> = { sub: "user-7", tenant: "t1" },
     expiresIn = 300,
   ) => signToken(key, { issuer: ISSUER, audience: AUDIENCE, claims, expiresIn });
-  const metric = async (labels: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
-    const line = text.split("\n").find((l) =>
-      l.startsWith(`spooky_auth_decisions_total{${labels}} `)
-    );
-    return line === undefined ? undefined : Number(line.split(" ").pop());
-  };
+  const metric = async (labels: string) =>
+    metricValue(await scrapeMetrics(proxy.adminPort!), `spooky_auth_decisions_total{${labels}}`);
   const secrets: string[] = [KEY_1, KEY_2];
   try {
     const missing = await get("/api/missing");

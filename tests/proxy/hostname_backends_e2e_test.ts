@@ -17,6 +17,7 @@ import { startDnsServer } from "../support/dns_server.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { runCli, startProxy, testCerts, writeConfig } from "../support/proxy_process.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { msUntil } from "../support/wait.ts";
 
 /** Waits until `cond` holds, failing the test (naming `what`) when it does not within `ms`. */
@@ -56,11 +57,11 @@ async function establishedTo(ip: string, port: number): Promise<number> {
 
 /** `spooky_backend_<family>` of backend `api` as a number (`result` for the lookups). */
 async function metric(adminPort: number, family: string, result?: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const labels = `backend="api",pool="p"${result ? `,result="${result}"` : ""}`;
-  const line = text.split("\n").find((l) => l.startsWith(`spooky_backend_${family}{${labels}}`));
-  assert.ok(line, `no ${family} in\n${text}`);
-  return Number(line.split(" ").pop());
+  const value = metricValue(text, `spooky_backend_${family}{${labels}}`);
+  assert.ok(value !== undefined, `no ${family} in\n${text}`);
+  return value;
 }
 
 async function configOf(

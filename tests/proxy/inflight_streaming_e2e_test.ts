@@ -22,6 +22,7 @@ import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { pollUntil, withTimeout } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 const text = new TextEncoder();
 
@@ -122,7 +123,7 @@ async function startDownload(client: H3TestClient, port: number, path: string): 
 }
 
 async function inflight(adminPort: number, backend: string, pool: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   const series = `spooky_backend_inflight{backend="${backend}",pool="${pool}"} `;
   const line = text.split("\n").find((l) => l.startsWith(series));
   return Number(line?.slice(series.length) ?? NaN);

@@ -11,6 +11,7 @@ import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 const REQUESTS = 160;
 const WORKERS = 8;
@@ -66,7 +67,7 @@ ${pool("lr", "least-request")}${pool("lat", "latency")}admin: {port: 0}
       );
       assert.ok(answered.slow >= 1, `${prefix}: the slow one was tried too`);
     }
-    const text = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+    const text = await scrapeMetrics(proxy.adminPort!);
     for (const id of ["lr-slow", "lr-fast", "lat-slow", "lat-fast"]) {
       assert.ok(
         text.includes(`spooky_backend_inflight{backend="${id}",`) &&

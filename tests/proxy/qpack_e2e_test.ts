@@ -20,6 +20,7 @@ import { startBackend } from "../support/backend.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { oneBackendConfig, startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 /** One backend, a 4 KiB dynamic table offered (none by default) and the admin listener. */
 const withTable = (backend: string) =>
@@ -28,7 +29,7 @@ const withTable = (backend: string) =>
 
 /** `spooky_qpack_dynamic_sections_total` as `/metrics` shows it. */
 async function dynamicSections(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   return Number(text.match(/^spooky_qpack_dynamic_sections_total (\d+)$/m)?.[1]);
 }
 

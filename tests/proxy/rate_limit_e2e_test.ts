@@ -10,6 +10,7 @@ import { startBackend } from "../support/backend.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 import { pollUntil } from "../support/wait.ts";
 
 Deno.test("#30.1: rate limit: burst+1 requests, the last a 429 the backend never sees; metrics, access log, reload", async () => {
@@ -31,13 +32,11 @@ admin: {port: 0}
   const get = (path: string) => client.request({ head: getHead(path, proxy.port) });
   const field = (res: { headers: Array<[string, string]> }, name: string) =>
     res.headers.find(([n]) => n === name)?.[1];
-  const metric = async (decision: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
-    const line = text.split("\n").find((l) =>
-      l.startsWith(`spooky_rate_limit_decisions_total{limit="per-client",decision="${decision}"}`)
+  const metric = async (decision: string) =>
+    metricValue(
+      await scrapeMetrics(proxy.adminPort!),
+      `spooky_rate_limit_decisions_total{limit="per-client",decision="${decision}"}`,
     );
-    return line === undefined ? undefined : Number(line.split(" ").pop());
-  };
   try {
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await get(`/ok/${i}`)).status);

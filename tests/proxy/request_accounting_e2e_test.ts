@@ -13,6 +13,7 @@ import { curlLocal } from "../support/curl.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { sleep } from "../support/wait.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 function head(method: string, path: string, port: number, extra: Array<[string, string]> = []) {
   return [
@@ -26,7 +27,7 @@ function head(method: string, path: string, port: number, extra: Array<[string, 
 
 /** Sum of `spooky_requests_total` over its status classes. */
 async function requestsTotal(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const text = await scrapeMetrics(adminPort);
   let sum = 0;
   for (const line of text.split("\n")) {
     const m = /^spooky_requests_total\{[^}]*\} (\d+)/.exec(line);

@@ -12,6 +12,7 @@ import { startBackend } from "../support/backend.ts";
 import { getHead } from "../support/faults.ts";
 import { H3TestClient } from "../support/h3_client.ts";
 import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 
 /** Requests each phase sends to the flaky pool, and to the steady one. */
 const FLAKY_REQUESTS = 320;
@@ -41,8 +42,7 @@ admin: {port: 0}
 `;
   const proxy = await startProxy(config("budget_percent: 20"));
   const client = await H3TestClient.connect(proxy.port, await Deno.readTextFile(certs.caPath));
-  const metrics = async () =>
-    await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+  const metrics = async () => await scrapeMetrics(proxy.adminPort!);
   const sample = (text: string, series: string) =>
     Number(text.split("\n").find((l) => l.startsWith(series + " "))?.split(" ").pop() ?? NaN);
 

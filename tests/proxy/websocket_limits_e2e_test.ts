@@ -14,6 +14,7 @@ import { H3TestClient, type H3Tunnel } from "../support/h3_client.ts";
 import { adminReload, startProxy, testCerts } from "../support/proxy_process.ts";
 import { pollUntil, sleep, withTimeout } from "../support/wait.ts";
 import { type WsFrame, WsFrameReader, wsText } from "../support/websocket_frames.ts";
+import { scrapeMetrics } from "../support/metrics.ts";
 import { startDenoWsEcho } from "../interop/_ws_servers.ts";
 
 const dec = new TextDecoder();
@@ -90,8 +91,7 @@ upstream:
     const client = await H3TestClient.connect(proxy.port, ca);
     const open = (path: string) =>
       client.connectWebSocket({ authority: `localhost:${proxy.port}`, path });
-    const metrics = async () =>
-      await (await fetch(`http://127.0.0.1:${proxy.adminPort}/metrics`)).text();
+    const metrics = async () => await scrapeMetrics(proxy.adminPort!);
     try {
       // Talking every 200 ms for 3 s keeps it open; silent for the idle timeout (2 s), it is closed.
       const idle = await open("/idle/x");
