@@ -382,6 +382,7 @@ function startHttp3(
   metrics.quicSocket = () => ({
     handshakes: transport.handshakes,
     receiveBufferBytes: receiveBuffer.bytes,
+    memorySteps: transport.memorySteps,
     ...readUdpStats(transport.addr.port),
   });
   const server = new H3Server(transport, h3ServerOptions(config, runtime, sink));

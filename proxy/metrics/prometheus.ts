@@ -172,6 +172,15 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
     help: "UDP datagrams the host dropped at a full socket receive buffer (all sockets).",
   },
   quic_socket_drops_total: { type: "counter", help: "Datagrams the QUIC socket dropped." },
+  quic_memory_steps_total: {
+    type: "counter",
+    help:
+      "Garbage collections and memory releases after churns of closed QUIC connections, by step: request (a regular collection asked for), collect (a full one, when a request freed nothing), settle (full collection and malloc_trim after 5 s of quiet), linger (the same once the churn's handshakes are gone).",
+  },
+  quic_memory_step_seconds_total: {
+    type: "counter",
+    help: "Main-thread time spent in those steps, by step.",
+  },
   tcp_connections_open: { type: "gauge", help: "Open connections of a TCP listener." },
   tcp_connections_rejected_total: {
     type: "counter",
@@ -355,6 +364,13 @@ export function renderPrometheus(view: MetricsView, prefix = "spooky_"): string 
     ] as const;
     for (const [name, value] of optional) {
       if (value !== undefined) out.push(`${family(name)} ${num(value)}`);
+    }
+    const steps = quic.memorySteps;
+    if (steps !== undefined) {
+      name = family("quic_memory_steps_total");
+      for (const [step, { count }] of steps) out.push(`${name}{step="${step}"} ${num(count)}`);
+      name = family("quic_memory_step_seconds_total");
+      for (const [step, { ms }] of steps) out.push(`${name}{step="${step}"} ${num(ms / 1000)}`);
     }
   }
   const tcp = view.tcpListeners ?? [];

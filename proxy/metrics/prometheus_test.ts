@@ -70,7 +70,18 @@ function view(): MetricsView {
         idleTimeouts: 0,
       },
     ],
-    quic: { handshakes: 3, receiveBufferBytes: 212992, rcvbufErrors: 47, socketDrops: 5 },
+    quic: {
+      handshakes: 3,
+      receiveBufferBytes: 212992,
+      rcvbufErrors: 47,
+      socketDrops: 5,
+      memorySteps: new Map([
+        ["request", { count: 4, ms: 12 }],
+        ["collect", { count: 1, ms: 150 }],
+        ["settle", { count: 1, ms: 210 }],
+        ["linger", { count: 0, ms: 0 }],
+      ]),
+    },
     rateLimits: [{ limit: "per-client", allowed: 9, limited: 4 }],
     pools: [{ pool: "api", retries: [["connect", 2], ["503", 5]], budgetExhausted: 3, pending: 1 }],
     websockets: m.websockets.snapshot(["api"]),
@@ -265,6 +276,15 @@ Deno.test("prometheus: the QUIC socket's handshakes and UDP drop counters; a fig
   const partial = renderPrometheus({ ...view(), quic: { handshakes: 0 } });
   assert.match(partial, /^spooky_quic_handshakes 0$/m);
   assert.doesNotMatch(partial, /^spooky_quic_socket_drops_total \d/m);
+});
+
+Deno.test("#35.7: prometheus: the collections and memory releases after churns of closed connections, by step, with their main-thread time", () => {
+  const text = renderPrometheus(view());
+  assert.match(text, /^# TYPE spooky_quic_memory_steps_total counter$/m);
+  assert.match(text, /^spooky_quic_memory_steps_total\{step="request"\} 4$/m);
+  assert.match(text, /^spooky_quic_memory_steps_total\{step="collect"\} 1$/m);
+  assert.match(text, /^spooky_quic_memory_steps_total\{step="linger"\} 0$/m);
+  assert.match(text, /^spooky_quic_memory_step_seconds_total\{step="settle"\} 0\.21$/m);
 });
 
 Deno.test("#35.3, #35.6: TCP listeners: connections shed for a newcomer and strangers on the fallback's internal listener are counted by reason", () => {

@@ -17,6 +17,12 @@ export interface QuicSocketView {
   rcvbufErrors?: number;
   /** Datagrams the QUIC socket itself dropped (`/proc/net/udp{,6}`). */
   socketDrops?: number;
+  /**
+   * Collections and memory releases after churns of closed connections, by
+   * step (`request`, `collect`, `settle`, `linger`): how many, and the main
+   * thread's time in them (`proxy/quic/memory_release.ts`).
+   */
+  memorySteps?: ReadonlyMap<string, { readonly count: number; readonly ms: number }>;
 }
 
 /** Connection counters of one TCP listener (see `shared/serve_connections.ts`). */

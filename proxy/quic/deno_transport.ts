@@ -14,7 +14,7 @@ import {
   type Shed,
 } from "./admission.ts";
 import { fullGc, requestMajorGc } from "./full_gc.ts";
-import { ChurnCollector, mallocTrim } from "./memory_release.ts";
+import { ChurnCollector, mallocTrim, type Step, type StepCount } from "./memory_release.ts";
 import { type GateCandidate, passHandshakeGate } from "./handshake_gate.ts";
 import { H3Code } from "../h3/errors.ts";
 import type {
@@ -82,6 +82,8 @@ export interface DenoQuicTransport extends QuicServerTransport {
   readonly handshakes: number;
   /** Established connections held now. */
   readonly connections: number;
+  /** The collections and memory releases after churns of closed connections so far. */
+  readonly memorySteps: ReadonlyMap<Step, Readonly<StepCount>>;
 }
 
 export { type AdmissionLimits, DEFAULT_ADMISSION_LIMITS };
@@ -216,6 +218,11 @@ export class DenoQuicListener implements DenoQuicTransport {
   /** Established connections held now. */
   get connections(): number {
     return this.#table.connections;
+  }
+
+  /** The collections and memory releases after churns of closed connections so far (metrics). */
+  get memorySteps(): ReadonlyMap<Step, Readonly<StepCount>> {
+    return this.#collector.steps;
   }
 
   /** The next established connection; null once closed. */

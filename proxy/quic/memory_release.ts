@@ -105,17 +105,30 @@ export interface ChurnCollectorOptions {
  */
 export type Step = "request" | "collect" | "settle" | "linger";
 
+/** Every {@link Step}, in the order of a churn. */
+export const STEPS: readonly Step[] = ["request", "collect", "settle", "linger"];
+
+/** How often a step ran and how long it held the main thread in all. */
+export interface StepCount {
+  /** Runs so far. */
+  count: number;
+  /** The main thread's time in them, ms. */
+  ms: number;
+}
+
 /**
  * Counts closed connections and collects after a churn of them (see the
  * module). Its one timer runs only while a churn is under way.
  *
  * @example
  * ```ts
- * import { fullGc } from "./full_gc.ts";
+ * import { fullGc, requestMajorGc } from "./full_gc.ts";
  * import { mallocTrim } from "./memory_release.ts";
+ * declare const conn: Deno.QuicConn;
  *
  * const collector = new ChurnCollector({
  *   collectGarbage: fullGc(),
+ *   requestCollection: requestMajorGc,
  *   releaseMemory: mallocTrim(),
  *   gcAfterClosed: 1000,
  *   lingerMs: 11_000,
@@ -144,11 +157,17 @@ export class ChurnCollector {
   #collectedSinceRequest = 0;
   #requested = false;
   readonly #collected = new FinalizationRegistry<undefined>(() => this.#collectedSinceRequest++);
+  readonly #steps = new Map<Step, StepCount>(STEPS.map((s) => [s, { count: 0, ms: 0 }]));
 
   /** A collector; nothing happens before {@link closed} counts a churn. */
   constructor(opts: ChurnCollectorOptions) {
     this.#opts = opts;
     this.#period = opts.periodMs ?? 1000;
+  }
+
+  /** Each step's runs and main-thread time so far (metrics). */
+  get steps(): ReadonlyMap<Step, Readonly<StepCount>> {
+    return this.#steps;
   }
 
   /** `churning` during a churn, `lingering` until the second release after it, else `idle`. */
@@ -271,6 +290,10 @@ export class ChurnCollector {
   #run(step: Step, work: () => void): void {
     const t = this.#opts.now();
     work();
-    this.#opts.onStep?.(step, this.#opts.now() - t);
+    const ms = this.#opts.now() - t;
+    const counted = this.#steps.get(step)!;
+    counted.count++;
+    counted.ms += ms;
+    this.#opts.onStep?.(step, ms);
   }
 }

@@ -158,6 +158,9 @@ Deno.test("#35.7: what a churn left is collected as soon as it passed; memory go
     assert.deepEqual(counts, { requests: 2, gcs: 1, releases: 0 });
     await sleep(1000); // 1 s quiet: a full collection and the release
     assert.deepEqual(counts, { requests: 2, gcs: 2, releases: 1 });
+    // What /metrics shows (spooky_quic_memory_steps_total).
+    const runs = Object.fromEntries([...c.steps].map(([step, { count }]) => [step, count]));
+    assert.deepEqual(runs, { request: 2, collect: 1, settle: 1, linger: 0 });
     assert.equal(c.state, "idle");
   } finally {
     c.stop();

@@ -30,3 +30,4 @@ export {
 } from "./deno_transport.ts";
 export { type AdmissionEntry, AdmissionTable, type AdmitResult, type Shed } from "./admission.ts";
 export { addressGroup, type PrefixLengths } from "./address_group.ts";
+export { type Step as MemoryStep, type StepCount as MemoryStepCount } from "./memory_release.ts";

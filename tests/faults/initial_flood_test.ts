@@ -19,7 +19,7 @@ import { floodInitials, spreadSources } from "../support/initial_flood.ts";
 import { startProxy, testCerts } from "../support/proxy_process.ts";
 import { faultConfig, getHead, mib, rssBytes } from "../support/faults.ts";
 import { pollUntil, sleep, withTimeout } from "../support/wait.ts";
-import { scrapeMetrics } from "../support/metrics.ts";
+import { metricValue, scrapeMetrics } from "../support/metrics.ts";
 
 const RATE = Number(Deno.env.get("FLOOD_RATE") ?? 200);
 const SECONDS = Number(Deno.env.get("FLOOD_SECONDS") ?? 6);
@@ -337,7 +337,7 @@ Deno.test("#24.3: after many closed connections the transport asks for a collect
 Deno.test("#35.5: after a flood of spoofed Initials, resident memory comes back within 150 MiB of where it started within 15 s", async () => {
   const be = startBackend("b");
   const proxy = await startProxy(faultConfig([be.address], {
-    extra: "log: {level: info, access: false}",
+    extra: "admin: {address: 127.0.0.1, port: 0}\nlog: {level: info, access: false}",
   }));
   const MIB = 1024 * 1024;
   try {
@@ -389,6 +389,12 @@ Deno.test("#35.5: after a flood of spoofed Initials, resident memory comes back 
     const released = () => proxy.stderr.some((l) => /freed memory returned to the system/.test(l));
     await pollUntil(released);
     assert.ok(released(), proxy.stderr.join("\n"));
+    // ... and /metrics counts the steps: collections during the flood, the release after it.
+    const text = await scrapeMetrics(proxy.adminPort!);
+    const steps = (step: string) =>
+      metricValue(text, `spooky_quic_memory_steps_total{step="${step}"}`) ?? 0;
+    assert.ok(steps("request") + steps("collect") >= 1, text);
+    assert.ok(steps("settle") >= 1, text);
   } finally {
     assert.equal(await proxy.stop(), 0);
     await be.close();
