@@ -175,7 +175,7 @@ export const METRIC_FAMILIES: Readonly<Record<string, { type: string; help: stri
   quic_memory_steps_total: {
     type: "counter",
     help:
-      "Garbage collections and memory releases after churns of closed QUIC connections, by step: request (a regular collection asked for), collect (a full one, when a request freed nothing), settle (full collection and malloc_trim after 5 s of quiet), linger (the same once the churn's handshakes are gone).",
+      "Garbage collections and memory releases after churns of closed QUIC connections, by step: request (a regular collection asked for), collect (a full one, when a request freed nothing), settle (full collection and malloc_trim once a churn has passed: at once after a flood, after 30 s of quiet after served connections), linger (the same once the churn's handshakes are gone).",
   },
   quic_memory_step_seconds_total: {
     type: "counter",

@@ -198,6 +198,7 @@ export class DenoQuicListener implements DenoQuicTransport {
       gcAfterClosed: opts.gcAfterClosed ?? 1000,
       lingerMs: limits.handshakeTimeoutMs + 1000,
       drained: () => table.handshakes <= limits.maxHandshakes / 16,
+      residentBytes: () => Deno.memoryUsage().rss,
       now,
       onStep: (step, ms) =>
         log.debug("garbage collection ({step} of a churn of closed connections): {ms} ms", {
@@ -357,7 +358,7 @@ export class DenoQuicListener implements DenoQuicTransport {
     if (result.admitted === undefined) {
       closeQuietly(conn, H3Code.EXCESSIVE_LOAD, "too many connections from this address");
       this.#reject(result.reason);
-      this.#collector.closed(conn);
+      this.#collector.closed(conn, false);
       return;
     }
     this.#shed(result.shed);
@@ -366,8 +367,9 @@ export class DenoQuicListener implements DenoQuicTransport {
       this.#sweeper = setTimeout(() => this.#sweep(), this.#sweepEvery);
     }
     const release = () => {
+      const served = entry.state === "open";
       table.closed(entry);
-      this.#collector.closed(conn);
+      this.#collector.closed(conn, served);
     };
     conn.closed.then(release, release);
     conn.handshake.then(

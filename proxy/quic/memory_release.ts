@@ -14,16 +14,19 @@
  *
  * So {@link ChurnCollector} has V8 collect during the churn (at most once a
  * second) and once more when it has passed (fewer than a tenth of
- * `gcAfterClosed` closes in a second). Once it has been quiet for
- * `releaseAfterQuietMs` (5 s), it runs a full collection and
- * `malloc_trim(0)`; then, when handshakes were still held (they pin much of
- * the rest), the same again once they have met their deadline (`drained()`,
- * or `lingerMs` at the latest). Trimming a few hundred MB takes 50-500 ms (on
- * its own thread), so it runs twice per churn, never during it. It waits
- * for a quiet spell because the pages it gives back are faulted in again
+ * `gcAfterClosed` closes in a second). Then it runs a full collection and
+ * `malloc_trim(0)`: at once after a flood (most closed connections were
+ * never served) or when the process holds `releaseAtOnceAboveBytes` (256
+ * MiB) more than before the churn, else once it has been quiet for
+ * `releaseAfterQuietMs` (30 s); then, when handshakes were still held (they
+ * pin much of the rest), the same again once they have met their deadline
+ * (`drained()`, or `lingerMs` at the latest). Trimming a few hundred MB takes
+ * 50-500 ms (on its own thread), so it runs twice per churn, never during
+ * it. A burst of served connections waits for a quiet spell because its
+ * clients tend to come back, and the pages given back are faulted in again
  * by the next burst: measured, bursts of 800 served connections 4 s apart
- * cost 1,750-2,450 µs of CPU per connection with a release 1 s after each,
- * 1,100-1,550 without it.
+ * (each leaving 130-150 MiB) cost 1,750-2,450 µs of CPU per connection with
+ * a release 1 s after each, 1,100-1,550 without it.
  *
  * During the churn it asks for a regular collection (`requestCollection`,
  * `requestMajorGc()`: incremental and mostly on V8's worker threads) rather
@@ -91,10 +94,19 @@ export interface ChurnCollectorOptions {
   /** How often a churn is checked for having passed, and the shortest gap between collections (ms; default 1000). */
   periodMs?: number;
   /**
-   * How long the churn must have passed before memory is given back (ms;
-   * default 5000): bursts that come back sooner keep what they use.
+   * How long a churn of served connections must have passed before memory
+   * is given back (ms; default 30000): bursts that come back sooner keep
+   * what they use.
    */
   releaseAfterQuietMs?: number;
+  /** The process's resident memory now, bytes (`Deno.memoryUsage().rss`); none: never at once. */
+  residentBytes?: () => number;
+  /**
+   * Resident memory above what the process held before the churn that is
+   * given back as soon as the churn has passed, served or not (bytes;
+   * default 256 MiB).
+   */
+  releaseAtOnceAboveBytes?: number;
   /** Told after each step, with what it was and how long it took (logs). */
   onStep?(step: Step, ms: number): void;
 }
@@ -149,6 +161,11 @@ export class ChurnCollector {
   /** When the last check saw the churn still going (ms), and whether what it left was collected since. */
   #lastBusy = 0;
   #leftoversCollected = false;
+  /** The process's resident memory at the first close since the collector was last idle (bytes). */
+  #residentBefore: number | null = null;
+  /** Closed connections since the collector was last idle: served ones, and the rest (handshakes). */
+  #served = 0;
+  #unserved = 0;
   /** `churning`: checked every second for its end; `lingering`: the second release is due. */
   #state: "idle" | "churning" | "lingering" = "idle";
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -178,10 +195,16 @@ export class ChurnCollector {
   /**
    * One connection (or handshake) closed; `connection`, its object, is
    * watched for its collection (the proof that a requested one ran).
+   * `served`: whether it got past its handshake (a flood's never do).
    */
-  closed(connection?: object): void {
+  closed(connection?: object, served = true): void {
     this.#closedTotal++;
+    if (served) this.#served++;
+    else this.#unserved++;
     if (connection !== undefined) this.#collected.register(connection, undefined);
+    if (this.#state === "idle" && this.#residentBefore === null) {
+      this.#residentBefore = this.#opts.residentBytes?.() ?? null;
+    }
     if (++this.#closedSinceGc < this.#opts.gcAfterClosed) return;
     const t = this.#opts.now();
     if (t - this.#lastGc < this.#period) return;
@@ -216,8 +239,9 @@ export class ChurnCollector {
 
   /**
    * Every period during a churn: has it passed? Its connections are
-   * collected at once (a request), and once it has been quiet for
-   * `releaseAfterQuietMs`, memory is given back.
+   * collected at once (a request), and memory is given back at once when
+   * the churn left much of it, else once it has been quiet for
+   * `releaseAfterQuietMs`.
    */
   #check(): void {
     const recent = this.#closedTotal - this.#closedAtCheck;
@@ -227,7 +251,7 @@ export class ChurnCollector {
     if (recent >= this.#opts.gcAfterClosed / 10) {
       this.#lastBusy = now;
       this.#leftoversCollected = false;
-    } else if (quietFor < (this.#opts.releaseAfterQuietMs ?? 5000)) {
+    } else if (quietFor < (this.#opts.releaseAfterQuietMs ?? 30_000) && !this.#releaseAtOnce()) {
       // What the churn left is collected now; its pages stay for a while.
       if (!this.#leftoversCollected) {
         this.#leftoversCollected = true;
@@ -243,11 +267,20 @@ export class ChurnCollector {
     this.#arm(this.#period, () => this.#check());
   }
 
-  /** The churn has been quiet long enough: a full collection and memory given back. */
+  /** A flood (most closed connections never served), or much more memory held than before the churn. */
+  #releaseAtOnce(): boolean {
+    if (this.#unserved > this.#served) return true;
+    const resident = this.#opts.residentBytes?.();
+    if (resident === undefined || this.#residentBefore === null) return false;
+    const atOnce = this.#opts.releaseAtOnceAboveBytes ?? 256 * 2 ** 20;
+    return resident - this.#residentBefore >= atOnce;
+  }
+
+  /** The churn has passed and was quiet long enough, or it was a flood: a full collection and memory given back. */
   #settle(): void {
     this.#release("settle");
     if (this.#opts.drained?.()) {
-      this.#state = "idle"; // nothing left to wait for: one release was enough
+      this.#idle(); // nothing left to wait for: one release was enough
       return;
     }
     this.#state = "lingering";
@@ -261,7 +294,15 @@ export class ChurnCollector {
       return this.#arm(Math.min(this.#period, until - this.#opts.now()), () => this.#linger(until));
     }
     this.#release("linger");
+    this.#idle();
+  }
+
+  /** Nothing more to do for this churn: the next one measures memory afresh. */
+  #idle(): void {
     this.#state = "idle";
+    this.#residentBefore = null;
+    this.#served = 0;
+    this.#unserved = 0;
   }
 
   /** During a churn: a collection requested, or a full one when the last request freed nothing. */

@@ -166,3 +166,39 @@ Deno.test("#35.7: what a churn left is collected as soon as it passed; memory go
     c.stop();
   }
 });
+
+Deno.test("#35.5: a flood (closed connections never served) or a churn that left much memory behind gives it back as soon as it passed; a burst of served ones waits for the quiet spell", async () => {
+  const MIB = 2 ** 20;
+  const cases = [
+    { grown: 300 * MIB, served: true, atOnce: true },
+    { grown: 100 * MIB, served: true, atOnce: false },
+    { grown: 100 * MIB, served: false, atOnce: true },
+  ];
+  for (const { grown, served, atOnce } of cases) {
+    const what = `${grown / MIB} MiB more, ${served ? "served" : "a flood"}`;
+    let resident = 100 * MIB;
+    const counts = { gcs: 0, releases: 0 };
+    const c = new ChurnCollector({
+      collectGarbage: () => counts.gcs++,
+      releaseMemory: () => void counts.releases++,
+      gcAfterClosed: 10,
+      lingerMs: 60_000,
+      drained: () => true,
+      now: () => performance.now(),
+      periodMs: 100,
+      releaseAfterQuietMs: 1500,
+      residentBytes: () => resident,
+      releaseAtOnceAboveBytes: 192 * MIB,
+    });
+    try {
+      for (let i = 0; i < 10; i++) c.closed({}, served); // the first close measured 100 MiB
+      resident += grown;
+      await sleep(400); // passed (seen within 100-200 ms)
+      assert.equal(counts.releases, atOnce ? 1 : 0, `${what}: after 400 ms`);
+      await sleep(1500); // quiet for 1.5 s: released either way
+      assert.equal(counts.releases, 1, `${what}: after 1.9 s`);
+    } finally {
+      c.stop();
+    }
+  }
+});
