@@ -13,7 +13,8 @@
  * `--base REV` adds `spooky@REV`: spooky as of that commit (a temporary git
  * worktree), for a before/after in the same rounds.
  *
- * `--gap MS` waits that long before each burst (bursts with quiet spells
+ * Each server is warmed with one burst of 1,000 connections first (not
+ * counted; `--total`, when larger). `--gap MS` waits that long before each burst (bursts with quiet spells
  * between them, as a server meets them). Each burst's line also gives the
  * server's CPU by thread, the UDP datagrams per connection (both peers')
  * and the server's resident memory at its end.
@@ -59,6 +60,9 @@ function readUdpRcvbufErrors(): number {
 function readUdpOut(): number {
   return parseSnmpUdp(Deno.readTextFileSync("/proc/net/snmp"), "OutDatagrams") ?? 0;
 }
+
+/** New connections each server is warmed with before the rounds. */
+const WARMUP_CONNECTIONS = 1000;
 
 /** One burst: `total` connections in waves of `wave`, each with one GET. */
 interface BurstResult {
@@ -183,7 +187,10 @@ async function main(): Promise<number> {
           : await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
       );
     }
-    for (const s of servers) await burst(s, ca, 100, 50); // warm
+    // Warm: rounds measure servers whose code is compiled and whose heap has grown (a fresh
+    // Deno process's first 1,000 connections cost spooky about twice the CPU of the next
+    // ones; Caddy is compiled ahead of time).
+    for (const s of servers) await burst(s, ca, Math.max(total, WARMUP_CONNECTIONS), waves[0]);
     for (const wave of waves) {
       const by = new Map<string, BurstResult[]>();
       for (let r = 0; r < rounds; r++) {
