@@ -16,8 +16,10 @@
  * Each server is warmed with one burst of 1,000 connections first (not
  * counted; `--total`, when larger). `--gap MS` waits that long before each burst (bursts with quiet spells
  * between them, as a server meets them). Each burst's line also gives the
- * server's CPU by thread, the UDP datagrams per connection (both peers')
- * and the server's resident memory at its end.
+ * server's CPU by thread, the UDP datagrams per connection (both peers'),
+ * the server's resident memory at its end, and the p50 and p99 of the
+ * handshakes and of the requests after them (a wave lasts as long as its
+ * slowest connection).
  *
  * Every connection comes from 127.0.0.1 and spooky runs with its default
  * limits: a burst from one address (a NAT, a load test) must not be shed.
@@ -34,7 +36,7 @@
 
 import { parseArgs } from "node:util";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
-import { median } from "../shared/stats.ts";
+import { median, quantile } from "../shared/stats.ts";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { parseSnmpRcvbufErrors, parseSnmpUdp } from "../proxy/quic/udp_stats.ts";
 import { printProfileDir } from "./analyze_profile.ts";
@@ -76,6 +78,15 @@ interface BurstResult {
   datagramsPerConn: number;
   /** The server's resident memory at the end of the burst (MiB). */
   rssMiB: number;
+  /** Handshake times (connect) and first-request times after it, ms: p50 and p99. */
+  connectMs: [p50: number, p99: number];
+  requestMs: [p50: number, p99: number];
+}
+
+/** The p50 and p99 of `values` (ms; NaN for none). */
+function p50p99(values: number[]): [number, number] {
+  const sorted = [...values].sort((a, b) => a - b);
+  return [quantile(sorted, 0.5), quantile(sorted, 0.99)];
 }
 
 /** A process's resident memory (MiB; NaN once it is gone). */
@@ -94,18 +105,24 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
   const out0 = readUdpOut();
   let failed = 0;
   let ok = 0;
+  const connectMs: number[] = [];
+  const requestMs: number[] = [];
   const t0 = performance.now();
   for (let i = 0; i < total; i += wave) {
     await Promise.all(Array.from({ length: Math.min(wave, total - i) }, async () => {
       let client: H3TestClient | undefined;
       try {
+        const started = performance.now();
         client = await H3TestClient.connect(s.port, ca, "127.0.0.1", "localhost", 10_000);
+        const connected = performance.now();
+        connectMs.push(connected - started);
         const res = await client.request({
           head: [[":method", "GET"], [":scheme", "https"], [":authority", "localhost"], [
             ":path",
             "/",
           ]],
         });
+        requestMs.push(performance.now() - connected);
         if (res.status === 200) ok++;
         else failed++;
       } catch {
@@ -125,7 +142,14 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
     rcvbufErrors: readUdpRcvbufErrors() - drops0,
     datagramsPerConn: (readUdpOut() - out0) / Math.max(1, ok + failed),
     rssMiB: residentMiB(s.pid),
+    connectMs: p50p99(connectMs),
+    requestMs: p50p99(requestMs),
   };
+}
+
+/** `12/340`: a p50 and a p99 in whole ms. */
+function ms([p50, p99]: [number, number]): string {
+  return `${p50.toFixed(0)}/${p99.toFixed(0)}`;
 }
 
 /** `main 900, tokio-runtime-worker 400`: CPU µs per connection by thread group. */
@@ -205,9 +229,9 @@ async function main(): Promise<number> {
               `${res.failed} failed, ${res.cpuUsPerConn.toFixed(0)} µs CPU/conn, ` +
               `${res.rcvbufErrors} UDP receive-buffer drops, ${
                 res.datagramsPerConn.toFixed(1)
-              } datagrams/conn, ${res.rssMiB.toFixed(0)} MiB resident; by thread: ${
-                byThread(res.threads)
-              }`,
+              } datagrams/conn, ${res.rssMiB.toFixed(0)} MiB resident, connect p50/p99 ${
+                ms(res.connectMs)
+              }, request ${ms(res.requestMs)} ms; by thread: ${byThread(res.threads)}`,
           );
         }
       }
