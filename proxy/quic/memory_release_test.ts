@@ -1,21 +1,37 @@
 import assert from "node:assert/strict";
-import { ChurnCollector, mallocTrim } from "./memory_release.ts";
+import { ChurnCollector, type ChurnCollectorOptions, mallocTrim } from "./memory_release.ts";
 import { sleep } from "../../tests/support/wait.ts";
 import { fullGc } from "./full_gc.ts";
 
-/** A collector checking every 200 ms (1 s in the transport). */
-function collector(drained: () => boolean, lingerMs = 60_000) {
-  const counts = { gcs: 0, releases: 0 };
-  const c = new ChurnCollector({
+/** What a collector did: full collections, and (when counted) requested ones and releases. */
+interface Counts {
+  gcs: number;
+  requests?: number;
+  releases?: number;
+}
+
+/**
+ * A collector that counts into `counts` (a request or a release only when
+ * `counts` has its key), collecting every 10 closes and checking every 200
+ * ms (1 s in the transport); `opts` overrides any of it.
+ */
+function counting(counts: Counts, opts: Partial<ChurnCollectorOptions> = {}): ChurnCollector {
+  return new ChurnCollector({
     collectGarbage: () => counts.gcs++,
-    releaseMemory: () => void counts.releases++,
+    requestCollection: counts.requests === undefined ? undefined : () => counts.requests!++,
+    releaseMemory: counts.releases === undefined ? undefined : () => void counts.releases!++,
     gcAfterClosed: 10,
-    lingerMs,
-    drained,
+    lingerMs: 60_000,
     now: () => performance.now(),
     periodMs: 200,
-    releaseAfterQuietMs: 400,
+    ...opts,
   });
+}
+
+/** A collector of full collections and releases, given back after 400 ms of quiet. */
+function collector(drained: () => boolean, lingerMs = 60_000) {
+  const counts = { gcs: 0, releases: 0 };
+  const c = counting(counts, { drained, lingerMs, releaseAfterQuietMs: 400 });
   return { c, counts };
 }
 
@@ -97,11 +113,7 @@ Deno.test("#35.5: a churn that leaves nothing held is released once", async () =
 Deno.test("#35.7: during a churn a collection is requested; when the last one freed no connection, the full one runs", async () => {
   const counts = { requests: 0, gcs: 0 };
   let now = 0;
-  const c = new ChurnCollector({
-    collectGarbage: () => counts.gcs++,
-    requestCollection: () => counts.requests++,
-    gcAfterClosed: 10,
-    lingerMs: 60_000,
+  const c = counting(counts, {
     now: () => now,
     periodMs: 100_000, // the churn's end is never seen during the test
   });
@@ -136,17 +148,7 @@ Deno.test("#35.7: during a churn a collection is requested; when the last one fr
 
 Deno.test("#35.7: what a churn left is collected as soon as it passed; memory goes back only after a quiet spell", async () => {
   const counts = { requests: 0, gcs: 0, releases: 0 };
-  const c = new ChurnCollector({
-    collectGarbage: () => counts.gcs++,
-    requestCollection: () => counts.requests++,
-    releaseMemory: () => void counts.releases++,
-    gcAfterClosed: 10,
-    lingerMs: 60_000,
-    drained: () => true,
-    now: () => performance.now(),
-    periodMs: 100,
-    releaseAfterQuietMs: 1000,
-  });
+  const c = counting(counts, { drained: () => true, periodMs: 100, releaseAfterQuietMs: 1000 });
   try {
     for (let i = 0; i < 15; i++) c.closed(); // a request at the 10th; 5 left
     assert.deepEqual(counts, { requests: 1, gcs: 0, releases: 0 });
@@ -178,13 +180,8 @@ Deno.test("#35.5: a flood (closed connections never served) or a churn that left
     const what = `${grown / MIB} MiB more, ${served ? "served" : "a flood"}`;
     let resident = 100 * MIB;
     const counts = { gcs: 0, releases: 0 };
-    const c = new ChurnCollector({
-      collectGarbage: () => counts.gcs++,
-      releaseMemory: () => void counts.releases++,
-      gcAfterClosed: 10,
-      lingerMs: 60_000,
+    const c = counting(counts, {
       drained: () => true,
-      now: () => performance.now(),
       periodMs: 100,
       releaseAfterQuietMs: 1500,
       residentBytes: () => resident,
