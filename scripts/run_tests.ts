@@ -21,6 +21,7 @@
 // deno-lint-ignore-file no-console
 
 import { ensureTools, installForbiddenByEnv } from "./check_tools.ts";
+import { writeAll } from "../shared/bytes.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -189,7 +190,7 @@ async function denoTest(args: string[], env: Record<string, string>) {
   const reader = child.stdout.getReader();
   const copying = (async () => {
     for (let r = await reader.read(); !r.done; r = await reader.read()) {
-      await writeAll(r.value);
+      await writeAll(Deno.stdout, r.value);
       lines.push(r.value);
     }
   })();
@@ -220,10 +221,6 @@ class LineSplitter {
     this.onLine(this.#pending + this.#decoder.decode());
     this.#pending = "";
   }
-}
-
-async function writeAll(bytes: Uint8Array): Promise<void> {
-  for (let at = 0; at < bytes.length;) at += await Deno.stdout.write(bytes.subarray(at));
 }
 
 const USAGE = `Usage: deno task test [--quick] [--no-install] [deno test arguments]

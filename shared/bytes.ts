@@ -49,3 +49,21 @@ export async function readUpTo(
     chunks.push(value);
   }
 }
+
+/**
+ * Writes `bytes` whole to `conn` (a socket's `write` may take only part of
+ * them); rejects with the socket's error.
+ *
+ * @example
+ * ```ts
+ * declare const conn: Deno.Conn;
+ * await writeAll(conn, new TextEncoder().encode("PING\r\n"));
+ * ```
+ */
+export async function writeAll(
+  conn: { write(p: Uint8Array): Promise<number> },
+  bytes: Uint8Array,
+): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}

@@ -26,7 +26,7 @@
  * @module
  */
 
-import { concatBytes } from "./bytes.ts";
+import { concatBytes, writeAll } from "./bytes.ts";
 
 /** A connection the hook took: how the connection table sees it until it ends. */
 export interface TakenConnection {
@@ -193,9 +193,4 @@ function closeBoth(a: Deno.Conn, b: Deno.Conn): void {
       c.close();
     } catch { /* closed */ }
   }
-}
-
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
 }

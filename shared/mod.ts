@@ -22,7 +22,7 @@
  */
 
 export { bearerChecker, bearerToken } from "./bearer.ts";
-export { concatBytes, readUpTo } from "./bytes.ts";
+export { concatBytes, readUpTo, writeAll } from "./bytes.ts";
 export { constantTimeEqual } from "./constant_time.ts";
 export { deadline, type IdleWatch, idleWatch, settledWithin } from "./deadline.ts";
 export {

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { writeAll } from "./bytes.ts";
 import type { Connection, ConnectionTable, RelayLink } from "./connection_table.ts";
 import { readFirstHead, RuntimePipe, type TakeOver } from "./connection_takeover.ts";
 import type { TlsPair } from "./serve_connections.ts";
@@ -397,8 +398,7 @@ export class TlsRelay {
       for (;;) {
         const n = await from.read(buf);
         if (n === null) break;
-        let off = 0;
-        while (off < n) off += await to.write(buf.subarray(off, n));
+        await writeAll(to, buf.subarray(0, n));
       }
       if (fromClient) await (to as Deno.TcpConn).closeWrite();
       else r.close();

@@ -49,6 +49,7 @@ import {
   WEBSOCKET_PROTOCOL,
   websocketAccept,
 } from "../http/mod.ts";
+import { writeAll } from "../../shared/bytes.ts";
 import { errorResponse } from "./error_response.ts";
 import { RequestEnd } from "./request_end.ts";
 import type { OutgoingResponse, RequestHandler, RequestRecord } from "./types.ts";
@@ -284,9 +285,8 @@ class TcpWebSocket implements TakenConnection {
   }
 
   async #write(bytes: Uint8Array): Promise<void> {
-    let off = 0;
     try {
-      while (off < bytes.length) off += await this.#conn.write(bytes.subarray(off));
+      await writeAll(this.#conn, bytes);
     } catch (err) {
       this.#gone(err);
       throw err;

@@ -9,6 +9,7 @@
 
 import { HpackDecoder } from "../h2/hpack.ts";
 import { frame, goaway, headers, settings } from "../h2/_test_util.ts";
+import { writeAll } from "../../shared/bytes.ts";
 
 /** One accepted connection. */
 export interface RawConn {
@@ -61,11 +62,8 @@ export function startRawH2(
   async function serve(sock: Deno.Conn): Promise<void> {
     let quiet = false;
     let written = Promise.resolve();
-    const writeAll = async (b: Uint8Array) => {
-      for (let at = 0; at < b.length;) at += await sock.write(b.subarray(at));
-    };
     const c: RawConn = {
-      write: (b) => written = written.then(() => writeAll(b)).catch(() => {}),
+      write: (b) => written = written.then(() => writeAll(sock, b)).catch(() => {}),
       respond: (stream, body = "ok") =>
         c.write(
           new Uint8Array([

@@ -20,6 +20,7 @@
  * @module
  */
 
+import { writeAll } from "../../shared/bytes.ts";
 import type { UpstreamCloseReason } from "./connection_stats.ts";
 
 /** A read of the socket: bytes, or the end of the stream. */
@@ -71,9 +72,8 @@ export class H1Connection {
   }
 
   /** Writes `bytes` whole; resolves once the socket took them (backpressure). */
-  async write(bytes: Uint8Array): Promise<void> {
-    let rest = bytes;
-    while (rest.length > 0) rest = rest.subarray(await this.#conn.write(rest));
+  write(bytes: Uint8Array): Promise<void> {
+    return writeAll(this.#conn, bytes);
   }
 
   /**

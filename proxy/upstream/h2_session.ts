@@ -14,6 +14,7 @@
  * @module
  */
 
+import { writeAll } from "../../shared/bytes.ts";
 import { type IdleWatch, idleWatch } from "../../shared/deadline.ts";
 import {
   H2ClientConnection,
@@ -278,8 +279,7 @@ export class H2Session<X> {
         this.#wakeDrain();
         return;
       }
-      let at = 0;
-      while (at < out.length) at += await conn.write(out.subarray(at));
+      await writeAll(conn, out);
       if (this.codec.pendingOutput < WRITE_HIGH_WATER) this.#wakeDrain();
     }
   }

@@ -31,6 +31,7 @@ import { CLIENT_PREFACE, Flag, FrameReader, FrameType, SettingId } from "../../p
 import { HpackDecoder } from "../../proxy/h2/hpack.ts";
 import { frame, goaway, settings, u32 } from "../../proxy/h2/_test_util.ts";
 import { encodePrefixInt } from "../../proxy/hpack_common/prefix_int.ts";
+import { writeAll } from "../../shared/bytes.ts";
 
 const ENC = new TextEncoder();
 
@@ -646,8 +647,7 @@ export function startEvilBackend(evil: EvilCase): EvilBackend {
         for (const c of chunks) {
           if (!open) return;
           try {
-            let off = 0;
-            while (off < c.length) off += await conn.write(c.subarray(off));
+            await writeAll(conn, c);
           } catch {
             open = false;
           }
