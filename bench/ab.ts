@@ -21,7 +21,15 @@ import { parseArgs } from "node:util";
 import { ensureDevCerts } from "../shared/certs/generate.ts";
 import { median } from "../shared/stats.ts";
 import { h3load, WARMUP_PER_CONN } from "./load.ts";
-import { type Env, run, type Server, startBackend, startSpooky, stop } from "./servers.ts";
+import {
+  checkoutRevision,
+  type Env,
+  removeCheckout,
+  type Server,
+  startBackend,
+  startSpooky,
+  stop,
+} from "./servers.ts";
 
 /** The medians of one side at one connection count. */
 interface Side {
@@ -48,9 +56,11 @@ async function main(): Promise<number> {
   const levels = values.levels!.split(",").map(Number);
   const tmp = await Deno.makeTempDir({ prefix: "spooky-ab-" });
   const tree = `${tmp}/base`;
-  const added = await run("git", ["worktree", "add", "--detach", tree, values.base]);
-  if (added.code !== 0) {
-    console.error(`git worktree add ${values.base} failed: ${added.stderr.trim()}`);
+  let root: string;
+  try {
+    root = await checkoutRevision(values.base, tree);
+  } catch (err) {
+    console.error((err as Error).message);
     return 1;
   }
   const servers: Server[] = [];
@@ -61,7 +71,7 @@ async function main(): Promise<number> {
       name: "base",
       kind: "spooky",
       upstream,
-      root: `${tree}/`,
+      root,
     });
     servers.push(base);
     const head = await startSpooky(env, { name: "head", kind: "spooky", upstream });
@@ -95,7 +105,7 @@ async function main(): Promise<number> {
   } finally {
     for (const s of servers) await stop(s);
     await stop(be);
-    await run("git", ["worktree", "remove", "--force", tree]);
+    await removeCheckout(tree);
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
   return 0;

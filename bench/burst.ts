@@ -42,9 +42,10 @@ import { parseSnmpRcvbufErrors, parseSnmpUdp } from "../proxy/quic/udp_stats.ts"
 import { printProfileDir } from "./analyze_profile.ts";
 import { cpuPerRequest, cpuSnapshot } from "./load.ts";
 import {
+  checkoutRevision,
   type Env,
   has,
-  run,
+  removeCheckout,
   type Server,
   serverSpecs,
   startBackend,
@@ -194,11 +195,8 @@ async function main(): Promise<number> {
   const specs = serverSpecs(names);
   const baseTree = `${tmp}/base`;
   if (values.base) {
-    const added = await run("git", ["worktree", "add", "--detach", baseTree, values.base]);
-    if (added.code !== 0) {
-      throw new Error(`git worktree add ${values.base}: ${added.stderr.trim()}`);
-    }
-    specs.push({ name: `spooky@${values.base}`, kind: "spooky", root: `${baseTree}/` });
+    const root = await checkoutRevision(values.base, baseTree);
+    specs.push({ name: `spooky@${values.base}`, kind: "spooky", root });
   }
   const servers: Server[] = [];
   // outside tmp, which is removed at the end: the profile is kept
@@ -258,7 +256,7 @@ async function main(): Promise<number> {
   } finally {
     for (const s of servers) await stop(s);
     await stop(be);
-    if (values.base) await run("git", ["worktree", "remove", "--force", baseTree]);
+    if (values.base) await removeCheckout(baseTree);
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
   return 0;

@@ -42,11 +42,6 @@ export function peerOf(
   return peer !== server && servers.includes(peer) ? peer : kind;
 }
 
-/** The Caddy a spooky variant is compared with (`peerOf`). */
-export function caddyPeer(server: string, servers: readonly string[]): string {
-  return peerOf("caddy", server, servers);
-}
-
 /** spooky/floor and spooky/Caddy for req/s and CPU µs/req, per spooky variant and level. */
 export function ratioRows(r: BenchResults): RatioRow[] {
   const at = (server: string, conns: number): LoadRow | undefined =>
@@ -54,7 +49,7 @@ export function ratioRows(r: BenchResults): RatioRow[] {
   const rows: RatioRow[] = [];
   for (const x of r.load.filter((x) => x.kind === "spooky")) {
     const floor = at(peerOf("floor", x.server, r.servers), x.conns);
-    const caddy = at(caddyPeer(x.server, r.servers), x.conns);
+    const caddy = at(peerOf("caddy", x.server, r.servers), x.conns);
     rows.push({
       server: x.server,
       conns: x.conns,
@@ -73,7 +68,7 @@ export function latencyRatios(
 ): Array<{ server: string; p99VsCaddy: string; openLoopP99VsCaddy: string }> {
   const bg = r.settings.bgRate;
   const caddyOf = (server: string) =>
-    r.latency.find((x) => x.server === caddyPeer(server, r.servers) && x.bgRate === bg);
+    r.latency.find((x) => x.server === peerOf("caddy", server, r.servers) && x.bgRate === bg);
   return r.latency.filter((x) => x.kind === "spooky" && x.bgRate === bg).map((x) => ({
     server: x.server,
     p99VsCaddy: ratio(x.p99, caddyOf(x.server)?.p99),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { cpuPerRequest } from "./load.ts";
-import { caddyPeer, peerOf, ratioRows, renderMarkdown } from "./report.ts";
+import { peerOf, ratioRows, renderMarkdown } from "./report.ts";
 import type { BenchResults, LoadRow } from "./results.ts";
 import { serverSpecs } from "./servers.ts";
 
@@ -92,8 +92,8 @@ Deno.test("ratioRows: the HTTP/1.1 spooky row is compared with the HTTP/1.1 Cadd
     ["spooky", "0.75x", "2.40x"],
     ["spooky-h1", "1.25x", "0.80x"],
   ]);
-  assert.equal(caddyPeer("spooky-h1", ["spooky-h1", "caddy"]), "caddy", "no caddy-h1: caddy");
-  assert.equal(caddyPeer("spooky-w0", ["spooky-w0", "caddy-w0"]), "caddy-w0");
+  assert.equal(peerOf("caddy", "spooky-h1", ["spooky-h1", "caddy"]), "caddy", "no caddy-h1: caddy");
+  assert.equal(peerOf("caddy", "spooky-w0", ["spooky-w0", "caddy-w0"]), "caddy-w0");
   assert.equal(peerOf("floor", "spooky-h1", ["floor", "floor-h1", "spooky-h1"]), "floor-h1");
   assert.equal(peerOf("floor", "spooky-h1", ["floor", "spooky-h1"]), "floor", "no floor-h1");
 });

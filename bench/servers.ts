@@ -155,6 +155,23 @@ export async function run(
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
+/**
+ * Checks `rev` out into a git worktree at `dir`, for spooky as of that
+ * commit (`ServerSpec.root`): returns the root to give it (with its trailing
+ * `/`). Throws with git's message when `rev` cannot be checked out; undone
+ * by {@link removeCheckout}.
+ */
+export async function checkoutRevision(rev: string, dir: string): Promise<string> {
+  const added = await run("git", ["worktree", "add", "--detach", dir, rev]);
+  if (added.code !== 0) throw new Error(`git worktree add ${rev} failed: ${added.stderr.trim()}`);
+  return `${dir}/`;
+}
+
+/** Removes a worktree made by {@link checkoutRevision}. */
+export async function removeCheckout(dir: string): Promise<void> {
+  await run("git", ["worktree", "remove", "--force", dir]);
+}
+
 /** Whether a command is on the PATH. */
 export async function has(cmd: string): Promise<boolean> {
   try {
