@@ -14,12 +14,17 @@
  * worktree), for a before/after in the same rounds.
  *
  * Each server is warmed with one burst of 1,000 connections first (not
- * counted; `--total`, when larger). `--gap MS` waits that long before each burst (bursts with quiet spells
- * between them, as a server meets them). Each burst's line also gives the
- * server's CPU by thread, the UDP datagrams per connection (both peers'),
- * the server's resident memory at its end, and the p50 and p99 of the
- * handshakes and of the requests after them (a wave lasts as long as its
- * slowest connection).
+ * counted; `--total`, when larger). `--gap MS` waits that long before each
+ * burst (bursts with quiet spells between them, as a server meets them).
+ * Each burst's line also gives the server's CPU by thread, this client's
+ * CPU per connection, the UDP datagrams per connection (both peers'), the
+ * server's resident memory at its end, and the p50 and p99 of the handshakes
+ * and of the requests after them (a wave lasts as long as its slowest
+ * connection).
+ *
+ * Each server has its own client sockets, one per connection of a wave,
+ * bound once (`clientEndpoints` says why: an endpoint per connection made
+ * the client, not the server, set the rate).
  *
  * Every connection comes from 127.0.0.1 and spooky runs with its default
  * limits: a burst from one address (a NAT, a load test) must not be shed.
@@ -72,6 +77,8 @@ interface BurstResult {
   connPerS: number;
   failed: number;
   cpuUsPerConn: number;
+  /** This client process's CPU µs per connection: the work the server's packets cost its peer. */
+  clientUsPerConn: number;
   /** CPU µs per connection by thread group (`main`, the runtime's workers). */
   threads: Record<string, number>;
   rcvbufErrors: number;
@@ -100,8 +107,33 @@ function residentMiB(pid: number): number {
   }
 }
 
-async function burst(s: Server, ca: string, total: number, wave: number): Promise<BurstResult> {
+/**
+ * The client's UDP sockets for one server: one per connection of a wave, bound once and used
+ * by wave after wave, so each connection of a wave still has a source port of its own.
+ *
+ * - Not an endpoint per connection: the runtime zeroes a receive buffer of several MiB for each
+ *   new one, and that work (a memset and its page faults, two thirds of this process's CPU
+ *   under `perf`) made the client cost 1–14 ms per connection from one wave to the next, which
+ *   set the burst's rate more than the server did.
+ * - Not one set for all servers: an endpoint keeps the TLS session tickets it was given, all
+ *   under the name `localhost`. Caddy leaves a ClientHello that offers another server's ticket
+ *   unanswered until the client's retransmissions (1–7 s; one connection shows it), so its
+ *   rounds after another server's were the slowest of a run. Spooky answers such a ClientHello
+ *   at once, with a full handshake.
+ */
+function clientEndpoints(count: number): Deno.QuicEndpoint[] {
+  return Array.from({ length: count }, () => new Deno.QuicEndpoint({ hostname: "127.0.0.1" }));
+}
+
+async function burst(
+  s: Server,
+  ca: string,
+  endpoints: Deno.QuicEndpoint[],
+  total: number,
+  wave: number,
+): Promise<BurstResult> {
   const cpu0 = cpuSnapshot(s.pid);
+  const client0 = cpuSnapshot(Deno.pid);
   const drops0 = readUdpRcvbufErrors();
   const out0 = readUdpOut();
   let failed = 0;
@@ -110,11 +142,18 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
   const requestMs: number[] = [];
   const t0 = performance.now();
   for (let i = 0; i < total; i += wave) {
-    await Promise.all(Array.from({ length: Math.min(wave, total - i) }, async () => {
+    await Promise.all(Array.from({ length: Math.min(wave, total - i) }, async (_, slot) => {
       let client: H3TestClient | undefined;
       try {
         const started = performance.now();
-        client = await H3TestClient.connect(s.port, ca, "127.0.0.1", "localhost", 10_000);
+        client = await H3TestClient.connect(
+          s.port,
+          ca,
+          "127.0.0.1",
+          "localhost",
+          10_000,
+          endpoints[slot],
+        );
         const connected = performance.now();
         connectMs.push(connected - started);
         const res = await client.request({
@@ -135,10 +174,12 @@ async function burst(s: Server, ca: string, total: number, wave: number): Promis
   }
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuPerRequest(cpu0, cpuSnapshot(s.pid), ok);
+  const client = cpuPerRequest(client0, cpuSnapshot(Deno.pid), ok + failed);
   return {
     connPerS: ok / seconds,
     failed,
     cpuUsPerConn: cpu.totalUs,
+    clientUsPerConn: client.totalUs,
     threads: cpu.threads,
     rcvbufErrors: readUdpRcvbufErrors() - drops0,
     datagramsPerConn: (readUdpOut() - out0) / Math.max(1, ok + failed),
@@ -199,20 +240,23 @@ async function main(): Promise<number> {
     specs.push({ name: `spooky@${values.base}`, kind: "spooky", root });
   }
   const servers: Server[] = [];
+  const endpoints = new Map<Server, Deno.QuicEndpoint[]>();
   // outside tmp, which is removed at the end: the profile is kept
   const profileDir = values.profile ? await Deno.makeTempDir({ prefix: "spooky-profile-" }) : null;
   try {
     for (const spec of specs) {
-      servers.push(
-        profileDir === null
-          ? await startServer(env, spec)
-          : await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]),
-      );
+      const server = profileDir === null
+        ? await startServer(env, spec)
+        : await startSpooky(env, spec, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]);
+      servers.push(server);
+      endpoints.set(server, clientEndpoints(Math.max(...waves)));
     }
     // Warm: rounds measure servers whose code is compiled and whose heap has grown (a fresh
     // Deno process's first 1,000 connections cost spooky about twice the CPU of the next
     // ones; Caddy is compiled ahead of time).
-    for (const s of servers) await burst(s, ca, Math.max(total, WARMUP_CONNECTIONS), waves[0]);
+    for (const s of servers) {
+      await burst(s, ca, endpoints.get(s)!, Math.max(total, WARMUP_CONNECTIONS), waves[0]);
+    }
     for (const wave of waves) {
       const by = new Map<string, BurstResult[]>();
       for (let r = 0; r < rounds; r++) {
@@ -220,11 +264,12 @@ async function main(): Promise<number> {
         const order = servers.map((_, i) => servers[(i + r) % servers.length]);
         for (const s of order) {
           if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
-          const res = await burst(s, ca, total, wave);
+          const res = await burst(s, ca, endpoints.get(s)!, total, wave);
           by.set(s.spec.name, [...(by.get(s.spec.name) ?? []), res]);
           console.log(
             `wave ${wave} round ${r + 1} ${s.spec.name}: ${res.connPerS.toFixed(0)} conn/s, ` +
-              `${res.failed} failed, ${res.cpuUsPerConn.toFixed(0)} µs CPU/conn, ` +
+              `${res.failed} failed, ${res.cpuUsPerConn.toFixed(0)} µs CPU/conn ` +
+              `(the client ${res.clientUsPerConn.toFixed(0)}), ` +
               `${res.rcvbufErrors} UDP receive-buffer drops, ${
                 res.datagramsPerConn.toFixed(1)
               } datagrams/conn, ${res.rssMiB.toFixed(0)} MiB resident, connect p50/p99 ${
@@ -255,6 +300,7 @@ async function main(): Promise<number> {
     }
   } finally {
     for (const s of servers) await stop(s);
+    for (const e of [...endpoints.values()].flat()) e.close();
     await stop(be);
     if (values.base) await removeCheckout(baseTree);
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
