@@ -111,7 +111,7 @@ function residentMiB(pid: number): number {
  * The client's UDP sockets for one server: one per connection of a wave, bound once and used
  * by wave after wave, so each connection of a wave still has a source port of its own.
  *
- * - Not an endpoint per connection: the runtime zeroes a receive buffer of several MiB for each
+ * - Not an endpoint per connection: the runtime zeroes a large receive buffer for each
  *   new one, and that work (a memset and its page faults, two thirds of this process's CPU
  *   under `perf`) made the client cost 1–14 ms per connection from one wave to the next, which
  *   set the burst's rate more than the server did.
