@@ -45,6 +45,8 @@ import { median, quantile } from "../shared/stats.ts";
 import { H3TestClient } from "../examples/h3_client.ts";
 import { parseSnmpRcvbufErrors, parseSnmpUdp } from "../proxy/quic/udp_stats.ts";
 import { printProfileDir } from "./analyze_profile.ts";
+import { rssKiB } from "./memory.ts";
+import { sleep } from "../tests/support/wait.ts";
 import { cpuPerRequest, cpuSnapshot } from "./load.ts";
 import {
   checkoutRevision,
@@ -95,16 +97,6 @@ interface BurstResult {
 function p50p99(values: number[]): [number, number] {
   const sorted = [...values].sort((a, b) => a - b);
   return [quantile(sorted, 0.5), quantile(sorted, 0.99)];
-}
-
-/** A process's resident memory (MiB; NaN once it is gone). */
-function residentMiB(pid: number): number {
-  try {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 /**
@@ -183,7 +175,7 @@ async function burst(
     threads: cpu.threads,
     rcvbufErrors: readUdpRcvbufErrors() - drops0,
     datagramsPerConn: (readUdpOut() - out0) / Math.max(1, ok + failed),
-    rssMiB: residentMiB(s.pid),
+    rssMiB: rssKiB(s.pid) / 1024,
     connectMs: p50p99(connectMs),
     requestMs: p50p99(requestMs),
   };
@@ -263,7 +255,7 @@ async function main(): Promise<number> {
         // Each server goes first once in a while: none always meets a host still busy with another.
         const order = servers.map((_, i) => servers[(i + r) % servers.length]);
         for (const s of order) {
-          if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+          if (gapMs > 0) await sleep(gapMs);
           const res = await burst(s, ca, endpoints.get(s)!, total, wave);
           by.set(s.spec.name, [...(by.get(s.spec.name) ?? []), res]);
           console.log(
